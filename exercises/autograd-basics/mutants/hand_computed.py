@@ -1,0 +1,3 @@
+# Knows the calculus, skips autograd: x.grad stays empty.
+def grad_2xtx(x):
+    return 4 * x.detach()

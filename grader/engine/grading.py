@@ -1,0 +1,192 @@
+"""grade(exercise, source) -> Report."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from grader import catalog
+from grader.catalog import Exercise
+from grader.engine.harness import run_suite
+from grader.engine.report import Report
+from grader.engine.sandbox import CallOutcome, Limits, Sandbox
+from grader.settings import settings as load_settings
+
+MAX_SOURCE_BYTES = 256 * 1024
+
+_pool: dict[bool, Sandbox] = {}
+_pool_lock = threading.Lock()
+
+
+def sandbox_for(cuda: bool) -> Sandbox:
+    """The warm sandbox of this process for the CPU or the GPU (made on first use)."""
+    with _pool_lock:
+        if cuda not in _pool:
+            _pool[cuda] = Sandbox(cuda=cuda)
+        return _pool[cuda]
+
+
+def shutdown() -> None:
+    with _pool_lock:
+        for sandbox in _pool.values():
+            sandbox.close()
+        _pool.clear()
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """Whether this worker may grade on a GPU. Asked of a throwaway process, so that
+    this one never initialises CUDA."""
+    choice = load_settings().device
+    if choice in ("cpu", "cuda"):
+        return choice == "cuda"
+    if not os.path.exists("/dev/nvidiactl"):
+        return False
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=120)
+    return probe.stdout.strip() == "True"
+
+
+def device_for(exercise: Exercise) -> str:
+    if exercise.device == "cpu":
+        return "cpu"
+    return "cuda" if cuda_available() else ("cpu" if exercise.device == "any" else "missing")
+
+
+class _Channel:
+    """The student fixture's way into the sandbox, with the submission's budget."""
+
+    def __init__(self, sandbox: Sandbox, exercise: Exercise, files: dict[str, str], device: str,
+                 deadline: float, refuse: str | None = None):
+        self.sandbox, self.exercise, self.files, self.device = sandbox, exercise, files, device
+        self.deadline, self.refuse = deadline, refuse
+        self.visible = False
+        self.output: list[str] = []
+        self.output_truncated = False
+        self.limit: str | None = None
+        self.sandbox_failure: str | None = None
+        lim = exercise.limits
+        self.limits = Limits(timeout=lim.call_seconds, memory_bytes=lim.memory_mb << 20,
+                             file_bytes=lim.file_mb << 20, output_bytes=lim.output_kb << 10,
+                             result_bytes=lim.result_mb << 20, processes=lim.processes)
+
+    def call(self, module: str, function: str, args: list, kwargs: dict) -> CallOutcome:
+        if self.refuse:
+            return CallOutcome("refused", detail=self.refuse)
+        if module == "probes" and "probes.py" not in self.files:
+            raise RuntimeError("this exercise has no probes.py")
+        left = self.deadline - time.monotonic()
+        if left <= 0.05:
+            self.limit = self.limit or "time_limit"
+            return CallOutcome("timeout", detail=f"time limit for the whole submission exceeded "
+                                                 f"({self.exercise.limits.submission_seconds:g} s)")
+        limits = self.limits
+        if left < limits.timeout:
+            limits = Limits(**{**limits.__dict__, "timeout": left})
+        outcome = self.sandbox.call(self.files, function, args, kwargs, module=module, limits=limits,
+                                    device=self.device, block=self.exercise.block)
+        if outcome.kind == "timeout":
+            self.limit = self.limit or "time_limit"
+        elif outcome.kind == "memory":
+            self.limit = self.limit or "memory_limit"
+        elif outcome.kind == "sandbox":
+            self.sandbox_failure = outcome.detail
+        if self.visible and outcome.output:
+            # Output of hidden tests stays hidden: it could print their inputs.
+            self.output.append(outcome.output)
+            self.output_truncated |= outcome.output_bytes > len(outcome.output.encode())
+        return outcome
+
+
+def grade(exercise: Exercise | str | Path, source: str | bytes, *,
+          on_progress: Callable[[int, int], None] | None = None) -> Report:
+    """Grade one submission against an exercise's hidden tests.
+
+    Raises ``SandboxUnavailable`` (with the fix in its message) where no sandbox can be
+    made; every other outcome, the student's failures included, is a Report.
+    """
+    started = time.monotonic()
+    ex = exercise if isinstance(exercise, Exercise) else catalog.find(exercise)
+    config = load_settings()
+    report = Report(exercise=ex.slug, version=ex.version, status="graded", score=0, max_score=0,
+                    duration_ms=0, sandbox="bubblewrap" if config.sandbox == "bwrap" else "none")
+    if config.sandbox != "bwrap":
+        report.warnings.append("UNSAFE development mode: this submission ran without a sandbox "
+                               "(GRADER_UNSAFE_NO_SANDBOX is set); never use this report for grading")
+
+    problem = _check_source(source)
+    refuse = None
+    if problem:
+        report.status, report.message = problem
+        refuse = report.message
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+
+    device = device_for(ex)
+    if device == "missing":
+        report.status = "sandbox_error"
+        report.message = "this exercise needs a GPU and this worker has none"
+        report.duration_ms = round((time.monotonic() - started) * 1000, 2)
+        return report
+    report.device = device
+
+    files = {"submission.py": text}
+    if ex.probes is not None:
+        files["probes.py"] = ex.probes
+    sandbox = sandbox_for(device == "cuda")
+    with sandbox.lock:
+        if refuse is None:
+            sandbox.start()
+        channel = _Channel(sandbox, ex, files, device,
+                           deadline=time.monotonic() + ex.limits.submission_seconds, refuse=refuse)
+        try:
+            run = run_suite(ex, channel, on_progress)
+        finally:
+            sandbox.reset()
+
+    report.tests = run.results
+    report.max_score = sum(t.max_points for t in run.results)
+    report.score = sum(t.points for t in run.results)
+    output = "".join(channel.output)
+    report.output = output[: ex.limits.output_kb << 10]
+    report.output_truncated = channel.output_truncated or len(output) > len(report.output)
+    if run.test_errors:
+        report.warnings.append("some of the exercise's own tests errored: " + "; ".join(run.test_errors))
+    if report.status == "graded":
+        if run.error:
+            report.status, report.message = "internal_error", run.error
+        elif channel.sandbox_failure:
+            report.status, report.message = "sandbox_error", channel.sandbox_failure
+        elif channel.limit:
+            report.status = channel.limit
+            report.message = ("a call ran out of time" if channel.limit == "time_limit"
+                              else "a call ran out of memory")
+    report.duration_ms = round((time.monotonic() - started) * 1000, 2)
+    return report
+
+
+def _check_source(source: str | bytes) -> tuple[str, str] | None:
+    """Why a submission cannot run at all, or None. Parsing executes nothing."""
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return "submission_error", f"the submission is not UTF-8 text (byte {exc.start})"
+    if not source.strip():
+        return "submission_error", "the submission is empty"
+    size = len(source.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        return "submission_error", f"the submission is {size} bytes; the limit is {MAX_SOURCE_BYTES}"
+    try:
+        ast.parse(source, filename="submission.py")
+    except SyntaxError as exc:
+        return "syntax_error", f"syntax error in submission.py, line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return "syntax_error", f"submission.py cannot be parsed: {type(exc).__name__}"
+    return None

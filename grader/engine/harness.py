@@ -1,0 +1,159 @@
+"""Runs an exercise's hidden pytest suite in this (trusted) process.
+
+The verdict of each test is what pytest's own hooks report here; nothing the
+sandbox prints is parsed. Student code is reached only through the channel,
+which the ``student`` fixture of ``grader.testing`` wraps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from grader.catalog import Exercise
+from grader.engine.report import TestResult
+
+log = logging.getLogger(__name__)
+
+# Plugins a hidden suite never needs; each costs time on every grade.
+_UNUSED_PLUGINS = ("terminal", "cacheprovider", "doctest", "junitxml", "pastebin", "stepwise",
+                   "legacypath", "warnings", "unraisableexception", "threadexception", "logging",
+                   "faulthandler", "debugging", "setuponly", "setupplan")
+
+
+@dataclass
+class SuiteRun:
+    results: list[TestResult] = field(default_factory=list)
+    error: str | None = None  # the suite itself could not run (collection failed)
+    test_errors: list[str] = field(default_factory=list)
+
+
+class _Collector:
+    """A pytest plugin object: hands out the channel, records verdicts, reports progress."""
+
+    def __init__(self, channel, on_progress: Callable[[int, int], None] | None):
+        self.channel = channel
+        self.on_progress = on_progress
+        self.total = 0
+        self.phases: dict[str, dict] = {}
+        self.items: dict[str, pytest.Item] = {}
+        self.run = SuiteRun()
+
+    @pytest.fixture
+    def _grader_channel(self):
+        return self.channel
+
+    def pytest_collection_modifyitems(self, items):
+        self.total = len(items)
+        self.items = {item.nodeid: item for item in items}
+        if self.on_progress:
+            self.on_progress(0, self.total)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.run.error = f"the exercise's tests could not be collected: {report.longreprtext[-2000:]}"
+
+    def pytest_runtest_setup(self, item):
+        self.channel.visible = item.get_closest_marker("visible") is not None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        self.phases.setdefault(item.nodeid, {})[call.when] = (report, call.excinfo)
+        return report
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        item = self.items.get(nodeid)
+        if item is None:
+            return
+        self.run.results.append(self._result(item, self.phases.get(nodeid, {})))
+        if self.on_progress:
+            self.on_progress(len(self.run.results), self.total)
+
+    def _result(self, item: pytest.Item, phases: dict) -> TestResult:
+        marker = item.get_closest_marker("points")
+        max_points = float(marker.args[0]) if marker and marker.args else 1.0
+        visible = item.get_closest_marker("visible") is not None
+        passed = bool(phases) and all(rep.passed for rep, _ in phases.values())
+        doc = (getattr(item, "function", None).__doc__ or "").strip() if hasattr(item, "function") else ""
+        result = TestResult(
+            id=item.nodeid, name=doc.splitlines()[0] if doc else item.name, visible=visible,
+            passed=passed, points=max_points if passed else 0.0, max_points=max_points,
+            duration_ms=round(sum(rep.duration for rep, _ in phases.values()) * 1000, 2))
+        if passed:
+            return result
+        excinfo = next((exc for rep, exc in phases.values() if rep.failed and exc is not None), None)
+        default_hint = item.get_closest_marker("hint")
+        hint = {}
+        if default_hint:
+            hint = {"en": default_hint.kwargs.get("en"), "ko": default_hint.kwargs.get("ko")}
+        exc = excinfo.value if excinfo is not None else None
+        if exc is not None and hasattr(exc, "hint") and hasattr(exc, "message"):
+            # grader.testing.Feedback (or StudentError): a check that explains itself.
+            if exc.hint is not None:
+                hint = {"en": exc.hint.en, "ko": exc.hint.ko}
+            if visible:
+                result.message = exc.message
+                if getattr(exc, "message_ko", None):
+                    result.i18n.setdefault("ko", {})["message"] = exc.message_ko
+            elif hasattr(exc, "short"):
+                result.message = exc.short()
+        elif isinstance(exc, AssertionError):
+            if visible:
+                result.message = str(exc) or "assertion failed"
+        elif exc is not None:
+            # A bug in the exercise's own test, not the student's doing.
+            name = type(exc).__name__
+            log.error("test %s raised %s", item.nodeid, name, exc_info=(type(exc), exc, exc.__traceback__))
+            self.run.test_errors.append(f"{item.nodeid}: {name}")
+            result.message = "The exercise's test itself failed; this is not your mistake and was logged."
+        if hint.get("en"):
+            result.hint = hint["en"]
+        if hint.get("ko"):
+            result.i18n.setdefault("ko", {})["hint"] = hint["ko"]
+        return result
+
+
+def run_suite(exercise: Exercise, channel, on_progress=None) -> SuiteRun:
+    tests_dir = exercise.tests_dir
+    collector = _Collector(channel, on_progress)
+    args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
+            "--rootdir", str(exercise.path), "--confcutdir", str(tests_dir),
+            "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing",
+            "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
+    for plugin in _UNUSED_PLUGINS:
+        args += ["-p", f"no:{plugin}"]
+    _forget_modules(exercise.path)
+    try:
+        code = pytest.main(args, plugins=[collector])
+    finally:
+        _forget_modules(exercise.path)
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
+        collector.run.error = f"pytest stopped with exit code {int(code)}"
+    if not collector.run.results and collector.run.error is None:
+        collector.run.error = "the exercise has no tests"
+    return collector.run
+
+
+def _forget_modules(root: Path) -> None:
+    """Drop the suite's modules so the next run (maybe a newer version) imports afresh.
+
+    Also drops the placeholder packages pytest's importlib mode creates for them.
+    """
+    prefix = str(root)
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        placeholder = file is None and name.split(".")[0] == "tests"
+        if placeholder or (file and file.startswith(prefix)):
+            del sys.modules[name]
+
+
+def monotonic_ms(start: float) -> float:
+    return round((time.monotonic() - start) * 1000, 2)

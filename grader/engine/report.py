@@ -1,0 +1,75 @@
+"""The report a grade produces: JSON for machines, text for people."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+# Why a submission was not simply graded. "graded" means every test ran.
+STATUSES = ("graded", "syntax_error", "time_limit", "memory_limit", "sandbox_error",
+            "submission_error", "internal_error")
+
+
+@dataclass
+class TestResult:
+    id: str
+    name: str
+    visible: bool
+    passed: bool
+    points: float
+    max_points: float
+    message: str | None = None
+    hint: str | None = None
+    duration_ms: float = 0.0
+    i18n: dict[str, dict[str, str]] = field(default_factory=dict)  # {"ko": {"message", "hint"}}
+
+
+@dataclass
+class Report:
+    exercise: str
+    version: int
+    status: str
+    score: float
+    max_score: float
+    duration_ms: float
+    tests: list[TestResult] = field(default_factory=list)
+    output: str = ""                 # what the student's code printed (visible tests only)
+    output_truncated: bool = False
+    message: str | None = None       # why the status is not "graded"
+    sandbox: str = "bubblewrap"      # "none" in the unsafe development mode
+    device: str = "cpu"
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
+
+    def render(self, lang: str = "en") -> str:
+        """The human-readable report."""
+        lines = [f"{self.exercise} v{self.version}: {_fmt(self.score)}/{_fmt(self.max_score)} points"
+                 f"  [{self.status}, {self.duration_ms:.0f} ms, {self.device}]"]
+        for warning in self.warnings:
+            lines.append(f"WARNING: {warning}")
+        if self.message:
+            lines.append(self.message)
+        for test in self.tests:
+            mark = "PASS" if test.passed else "FAIL"
+            kind = "" if test.visible else " (hidden)"
+            lines.append(f"  {mark} {test.name}{kind}  {_fmt(test.points)}/{_fmt(test.max_points)}")
+            local = test.i18n.get(lang, {})
+            message = local.get("message") or test.message
+            hint = local.get("hint") or test.hint
+            if message and not test.passed:
+                lines.extend("       " + line for line in message.splitlines())
+            if hint and not test.passed:
+                lines.append(f"       hint: {hint}")
+        if self.output:
+            lines.append("Your code printed:" + (" (truncated)" if self.output_truncated else ""))
+            lines.extend("  | " + line for line in self.output.splitlines()[:40])
+        return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"

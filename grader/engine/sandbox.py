@@ -1,0 +1,335 @@
+"""The trusted side of the sandbox: starting bubblewrap, and calls across the wall.
+
+One :class:`Sandbox` owns one warm process (``inside.py``) inside bubblewrap:
+no network, a read-only system, a private /tmp, a clean environment, an
+unprivileged uid. It serves one submission at a time. If the warm process dies
+or stops answering, the call in flight fails and the next call starts a new one.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.engine import wire
+from grader.settings import Settings, settings as load_settings
+
+GRADER_PACKAGE = Path(__file__).resolve().parent.parent
+SANDBOX_GRADER = "/opt/grader"
+
+
+def _boot(grader_parent: str) -> str:
+    return f"import sys; sys.path.insert(0, {grader_parent!r}); from grader.engine.inside import main; main()"
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be made here; the message says how to fix that."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 5.0             # wall seconds per call (CPU seconds are capped alike)
+    memory_bytes: int = 1 << 30      # address space a call may add
+    file_bytes: int = 16 << 20       # largest file a call may write
+    output_bytes: int = 64 << 10     # printed output kept per call (the rest is counted)
+    result_bytes: int = 64 << 20     # largest returned value, encoded
+    processes: int = 32
+
+    def to_wire(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class CallOutcome:
+    """What one call into the sandbox came to.
+
+    kind is "ok", "exception", "timeout", "memory", "exit", "crash",
+    "too_large", "unencodable" or "sandbox" (the sandbox itself failed).
+    """
+
+    kind: str
+    value: Any = None
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+    error: wire.StudentException | None = None
+    detail: str = ""
+    output: str = ""
+    output_bytes: int = 0
+    wall_ms: float = 0.0
+
+
+def bwrap_command(python: str, *, cuda: bool, uid: int) -> list[str]:
+    """The bubblewrap command line for one warm process."""
+    cmd = ["bwrap", "--die-with-parent", "--new-session",
+           "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+           "--hostname", "sandbox"]
+    if os.geteuid() == 0:
+        # Privileged bwrap without a user namespace, so that the warm process can
+        # drop to a real unprivileged uid (RLIMIT_NPROC then holds) and nothing
+        # owned by root outside looks like ours inside.
+        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        cmd += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
+    for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{top}"
+        if os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            cmd += ["--ro-bind", path, path]
+    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        cmd += ["--ro-bind-try", path, path]
+    python_homes = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
+    for home in sorted(python_homes):
+        if not home.startswith("/usr/"):
+            cmd += ["--ro-bind", home, home]
+    if os.path.realpath(sys.prefix) != sys.prefix:
+        cmd += ["--symlink", os.path.realpath(sys.prefix), sys.prefix]
+    cmd += ["--ro-bind", str(GRADER_PACKAGE), f"{SANDBOX_GRADER}/grader"]
+    cmd = _with_open_parents(cmd)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+            "--chdir", "/tmp", "--clearenv"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
+           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "GRADER_IN_SANDBOX": "1", "GRADER_SANDBOX_UID": str(uid)}
+    if cuda:
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            cmd += ["--dev-bind", node, node]
+        cmd += ["--ro-bind", "/sys", "/sys"]
+        for path in ("/usr/local/nvidia", "/usr/local/cuda", "/etc/nvidia"):
+            cmd += ["--ro-bind-try", path, path]
+        if os.environ.get("LD_LIBRARY_PATH"):
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    return cmd + ["--", python, "-I", "-B", "-c", _boot(SANDBOX_GRADER)]
+
+
+def _with_open_parents(cmd: list[str]) -> list[str]:
+    """bwrap makes missing parents of a mount point 0700; the sandbox user must pass them."""
+    targets = [cmd[i + 2] for i, arg in enumerate(cmd)
+               if arg in ("--ro-bind", "--ro-bind-try", "--symlink", "--dev-bind")]
+    parents = sorted({str(p) for t in targets for p in Path(t).parents if str(p) != "/"},
+                     key=lambda p: p.count("/"))
+    opened = []
+    for parent in parents:
+        opened += ["--perms", "0755", "--dir", parent]
+    split = cmd.index("--hostname") + 2
+    return cmd[:split] + opened + cmd[split:]
+
+
+def unsandboxed_command(python: str) -> list[str]:
+    return [python, "-I", "-B", "-c", _boot(str(GRADER_PACKAGE.parent))]
+
+
+class Sandbox:
+    def __init__(self, *, cuda: bool = False, config: Settings | None = None):
+        self.cuda = cuda
+        self.config = config or load_settings()
+        self.unsafe = self.config.sandbox == "none"
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+        self._loaded: dict[str, str] | None = None
+        self.info: dict = {}
+        self.starts = 0
+        self.lock = threading.Lock()
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self.alive:
+            return
+        python = sys.executable
+        if self.unsafe:
+            cmd = unsandboxed_command(python)
+            env = {"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir(), "OMP_NUM_THREADS": "1",
+                   "PYTHONUNBUFFERED": "1", "GRADER_ALLOW_ROOT": "1"}
+            cwd = tempfile.mkdtemp(prefix="grader-unsafe-")
+        else:
+            if shutil.which("bwrap") is None:
+                raise SandboxUnavailable(
+                    "bubblewrap is not installed, so submissions cannot be sandboxed. "
+                    "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
+                    "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
+            cmd = bwrap_command(python, cuda=self.cuda, uid=self.config.sandbox_uid)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            cwd = "/"
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, env=env, cwd=cwd, close_fds=True)
+        self._loaded = None
+        self.starts += 1
+        try:
+            ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
+                                       deadline=time.monotonic() + 120)
+        except wire.WireError:
+            detail = self._stderr_text()
+            self.close()
+            raise SandboxUnavailable(
+                "bubblewrap could not start the sandbox: " + (detail or "no error output") +
+                ". If it reports a permission problem with namespaces, enable unprivileged user "
+                "namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 and "
+                "later also `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or run the "
+                "worker as root, which bubblewrap then uses to drop to an unprivileged uid.") from None
+        if not ready.get("ready"):
+            self.close()
+            raise SandboxUnavailable("the sandbox did not report ready")
+        if not self.unsafe and ready.get("uid") == 0:
+            self.close()
+            raise SandboxUnavailable("the sandbox would run submissions as root; refusing")
+        self.info = ready
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                stream.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _stderr_text(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read(4000).decode("utf-8", "replace").strip()
+
+    # ------------------------------------------------------------ requests
+
+    def _request(self, header: dict, blob: bytes = b"", *, timeout: float,
+                 max_blob: int = 0) -> tuple[dict, bytes]:
+        self.start()
+        assert self._proc is not None
+        try:
+            self._proc.stdin.write(wire.pack(header, blob))
+            self._proc.stdin.flush()
+            return wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
+                                   max_blob=max_blob, deadline=time.monotonic() + timeout)
+        except (OSError, wire.WireError):
+            self.close()
+            raise
+
+    def reset(self) -> None:
+        """Forget the submission: files, anything left in /tmp."""
+        if self.alive:
+            try:
+                self._request({"op": "reset"}, timeout=30)
+            except (OSError, wire.WireError):
+                pass
+        self._loaded = None
+
+    def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
+             module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
+             block: tuple[str, ...] = ()) -> CallOutcome:
+        try:
+            if self._loaded != files or not self.alive:
+                self._request({"op": "load", "files": files}, timeout=30)
+                self._loaded = dict(files)
+            tree, blob = wire.encode({"args": _plain(list(args)), "kwargs": _plain(dict(kwargs))})
+            request = {"op": "call", "module": module, "function": function,
+                       "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
+                       "limits": limits.to_wire(), "device": device, "block": list(block)}
+            reply, raw = self._request(request, blob, timeout=limits.timeout + 20,
+                                       max_blob=limits.result_bytes + (1 << 20))
+        except SandboxUnavailable:
+            raise
+        except (OSError, wire.WireError) as exc:
+            return CallOutcome("sandbox", detail=f"the sandbox failed during the call ({exc})")
+        return _outcome(reply, raw, limits)
+
+
+def _plain(value: Any) -> Any:
+    """Tensors to send: TensorState from an earlier call becomes a tensor again."""
+    if isinstance(value, wire.TensorState):
+        return wire.to_sandbox(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
+    status = reply.get("status") if isinstance(reply.get("status"), dict) else {}
+    out = CallOutcome("ok", output=str(reply.get("output", ""))[: limits.output_bytes],
+                      output_bytes=int(reply.get("output_bytes", 0) or 0),
+                      wall_ms=float(reply.get("wall_ms", 0) or 0))
+    if reply.get("result_too_large"):
+        out.kind = "too_large"
+        out.detail = f"your function returned more than {limits.result_bytes >> 20} MiB of data"
+        return out
+    if status.get("timeout"):
+        out.kind = "timeout"
+        out.detail = f"time limit exceeded ({limits.timeout:g} s per call)"
+        return out
+    if raw:
+        try:
+            header, blob = wire.unpack(raw, max_header=4 << 20, max_blob=limits.result_bytes)
+            if header.get("ok") is True:
+                result = wire.decode(header.get("result"), blob)
+                if not (isinstance(result, dict) and {"value", "args", "kwargs"} <= set(result)):
+                    raise wire.WireError("malformed result")
+                out.value, out.args, out.kwargs = result["value"], result["args"], result["kwargs"]
+                if not isinstance(out.args, list) or not isinstance(out.kwargs, dict):
+                    raise wire.WireError("malformed result")
+                return out
+            error = header.get("error")
+            if not isinstance(error, dict):
+                raise wire.WireError("malformed error")
+            out.error = _student_exception(error)
+            kind = error.get("kind")
+            out.kind = kind if kind in ("memory", "unencodable") else "exception"
+            if out.kind == "memory":
+                out.detail = f"memory limit exceeded ({limits.memory_bytes >> 20} MiB per call)"
+            elif out.kind == "unencodable":
+                out.detail = out.error.message
+            return out
+        except wire.WireError as exc:
+            out.kind = "crash"
+            out.detail = f"your code sent back something that is not a result ({exc})"
+            return out
+    sig, code = status.get("signal"), status.get("exit")
+    if sig in (signal.SIGKILL, signal.SIGXCPU) and status.get("cpu_ms", 0) >= limits.timeout * 1000:
+        out.kind, out.detail = "timeout", f"CPU time limit exceeded ({limits.timeout:g} s per call)"
+    elif sig is not None:
+        try:
+            name = signal.Signals(sig).name
+        except (ValueError, TypeError):
+            name = str(sig)
+        out.kind, out.detail = "crash", f"the process running your code was killed by {name}"
+    elif code is not None:
+        out.kind = "exit"
+        out.detail = f"your code ended the process (exit status {code}) instead of returning"
+    else:
+        out.kind, out.detail = "sandbox", "the sandbox lost track of the call"
+    return out
+
+
+def _student_exception(error: dict) -> wire.StudentException:
+    frames = []
+    for item in error.get("traceback", [])[:20]:
+        if isinstance(item, list) and len(item) == 3:
+            line, func, text = item
+            frames.append((int(line) if isinstance(line, int) else 0, str(func)[:100], str(text)[:300]))
+    return wire.StudentException(type=str(error.get("type", "Exception"))[:100],
+                                 message=str(error.get("message", ""))[:2000], traceback=frames)

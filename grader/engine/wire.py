@@ -1,0 +1,330 @@
+"""The data that crosses the sandbox wall, and how it is framed.
+
+A frame is two big-endian u32 lengths, a UTF-8 JSON header and a binary blob.
+Values are JSON trees with tagged containers; tensor bytes live in the blob.
+Decoding never executes anything: no pickle, only JSON and ``torch.frombuffer``
+on a dtype from a fixed list, with every length and shape checked first.
+
+Both sides import this module. The sandbox side is the student's to tamper
+with, so everything the trusted side reads is validated here as if hostile.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+_PREFIX = struct.Struct(">II")
+
+DTYPES = {
+    name: getattr(torch, name)
+    for name in (
+        "float64", "float32", "float16", "bfloat16",
+        "int64", "int32", "int16", "int8", "uint8", "bool",
+        "complex64", "complex128",
+    )
+}
+_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+
+MAX_DEPTH = 24
+MAX_NODES = 100_000
+MAX_STRING = 1 << 20
+
+
+class WireError(Exception):
+    """Data from the other side is malformed, too large or of a forbidden kind."""
+
+
+@dataclass
+class TensorState:
+    """A tensor as the student's code left it: values plus autograd facts."""
+
+    data: torch.Tensor
+    requires_grad: bool = False
+    is_leaf: bool = True
+    grad_fn: str | None = None
+    grad: "TensorState | None" = None
+    device: str = "cpu"
+    retains_grad: bool = False
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __repr__(self) -> str:
+        facts = [f"shape={tuple(self.data.shape)}", f"dtype={_DTYPE_NAMES.get(self.data.dtype)}"]
+        if self.requires_grad:
+            facts.append("requires_grad")
+        if self.grad_fn:
+            facts.append(f"grad_fn={self.grad_fn}")
+        return f"TensorState({', '.join(facts)})"
+
+
+@dataclass
+class StudentException:
+    """An exception raised by student code, with only the student's frames."""
+
+    type: str
+    message: str
+    traceback: list[tuple[int, str, str]] = field(default_factory=list)  # (line, function, text)
+
+    def format(self, with_message: bool = True) -> str:
+        lines = [f'  File "submission.py", line {ln}, in {fn}' + (f"\n    {text}" if text else "")
+                 for ln, fn, text in self.traceback]
+        head = "Traceback (your code only):\n" if lines else ""
+        last = f"{self.type}: {self.message}" if with_message and self.message else self.type
+        return head + "\n".join(lines) + ("\n" if lines else "") + last
+
+
+# ---------------------------------------------------------------- encoding
+
+def encode(value: Any) -> tuple[Any, bytes]:
+    """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable."""
+    parts: list[bytes] = []
+    offset = [0]
+
+    def tensor(t: torch.Tensor, depth: int):
+        if type(t) not in (torch.Tensor, torch.nn.Parameter):
+            raise WireError(f"a {type(t).__name__} (a torch.Tensor subclass) cannot be graded; "
+                            "return a plain tensor")
+        if t.dtype not in _DTYPE_NAMES:
+            raise WireError(f"tensors of dtype {t.dtype} cannot be graded")
+        if t.is_sparse or t.layout != torch.strided:
+            raise WireError("sparse tensors cannot be graded; return a dense tensor")
+        values = t.detach().to("cpu").contiguous()
+        if values.dtype == torch.bfloat16:
+            raw = values.view(torch.int16).numpy().tobytes()
+        else:
+            raw = values.numpy().tobytes()
+        grad = None
+        if t.is_leaf or t.retains_grad:
+            g = t.grad
+            if g is not None:
+                grad = tensor(g, depth + 1)["tensor"]
+        node = {
+            "dtype": _DTYPE_NAMES[t.dtype],
+            "shape": list(t.shape),
+            "offset": offset[0],
+            "nbytes": len(raw),
+            "requires_grad": bool(t.requires_grad),
+            "is_leaf": bool(t.is_leaf),
+            "retains_grad": bool(t.retains_grad),
+            "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
+            "device": str(t.device),
+            "grad": grad,
+        }
+        parts.append(raw)
+        offset[0] += len(raw)
+        return {"tensor": node}
+
+    def walk(v: Any, depth: int):
+        if depth > MAX_DEPTH:
+            raise WireError("value is nested too deeply")
+        if v is None or type(v) in (bool, str):
+            return v
+        if type(v) is int:
+            if abs(v) >= 1 << 63:
+                raise WireError("integer is too large")
+            return v
+        if type(v) is float:
+            if math.isfinite(v):
+                return v
+            return {"float": repr(v)}  # inf, -inf, nan
+        if isinstance(v, torch.Tensor):
+            return tensor(v, depth)
+        if type(v) is list:
+            return {"list": [walk(x, depth + 1) for x in v]}
+        if type(v) is tuple:
+            return {"tuple": [walk(x, depth + 1) for x in v]}
+        if type(v) is dict:
+            items = []
+            for k, x in v.items():
+                if type(k) not in (str, int):
+                    raise WireError("dictionary keys must be strings or integers")
+                items.append([k, walk(x, depth + 1)])
+            return {"dict": items}
+        if type(v) in (torch.dtype, torch.device, torch.Size):
+            return walk(str(v) if type(v) is not torch.Size else tuple(v), depth)
+        raise WireError(f"a value of type {type(v).__name__} cannot be graded; return tensors, "
+                        "numbers, strings, None, or lists, tuples and dicts of them")
+
+    tree = walk(value, 0)
+    return tree, b"".join(parts)
+
+
+# ---------------------------------------------------------------- decoding
+
+def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
+    """Rebuild a value from (tree, blob) made by :func:`encode`, validating everything."""
+    count = [0]
+    view = memoryview(blob)
+
+    def tensor(node: Any, depth: int) -> TensorState:
+        if type(node) is not dict:
+            raise WireError("malformed tensor")
+        dtype = DTYPES.get(node.get("dtype"))
+        shape = node.get("shape")
+        offset, nbytes = node.get("offset"), node.get("nbytes")
+        if dtype is None:
+            raise WireError("unknown tensor dtype")
+        if type(shape) is not list or len(shape) > 16 or any(type(n) is not int or n < 0 for n in shape):
+            raise WireError("malformed tensor shape")
+        if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
+            raise WireError("malformed tensor extent")
+        numel = math.prod(shape)
+        if numel > max_elements:
+            raise WireError("tensor is too large")
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if numel * itemsize != nbytes or offset + nbytes > len(blob):
+            raise WireError("tensor bytes do not match its shape")
+        raw = bytearray(view[offset:offset + nbytes])
+        if dtype == torch.bfloat16:
+            data = (torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+                    if nbytes else torch.empty(0, dtype=dtype))
+        else:
+            data = torch.frombuffer(raw, dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
+        data = data.reshape(shape)
+        grad_node = node.get("grad")
+        grad_fn = node.get("grad_fn")
+        device = node.get("device", "cpu")
+        if grad_fn is not None and (type(grad_fn) is not str or len(grad_fn) > 200):
+            raise WireError("malformed grad_fn")
+        if type(device) is not str or len(device) > 32:
+            raise WireError("malformed device")
+        return TensorState(
+            data=data,
+            requires_grad=node.get("requires_grad") is True,
+            is_leaf=node.get("is_leaf") is not False,
+            retains_grad=node.get("retains_grad") is True,
+            grad_fn=grad_fn,
+            grad=tensor(grad_node, depth + 1) if grad_node is not None else None,
+            device=device,
+        )
+
+    def walk(node: Any, depth: int) -> Any:
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_NODES:
+            raise WireError("value is nested too deeply or has too many parts")
+        if node is None or type(node) in (bool, int, float):
+            return node
+        if type(node) is str:
+            if len(node) > MAX_STRING:
+                raise WireError("string is too long")
+            return node
+        if type(node) is not dict or len(node) != 1:
+            raise WireError("malformed value")
+        (tag, body), = node.items()
+        if tag == "float" and body in ("inf", "-inf", "nan"):
+            return float(body)
+        if tag == "tensor":
+            return tensor(body, depth)
+        if tag in ("list", "tuple") and type(body) is list:
+            items = [walk(x, depth + 1) for x in body]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict" and type(body) is list:
+            out = {}
+            for item in body:
+                if type(item) is not list or len(item) != 2 or type(item[0]) not in (str, int):
+                    raise WireError("malformed dictionary")
+                out[item[0]] = walk(item[1], depth + 1)
+            return out
+        raise WireError(f"unknown value tag {tag!r}"[:80])
+
+    return walk(tree, 0)
+
+
+def to_sandbox(value: Any) -> Any:
+    """Inverse of decode for the sandbox side: TensorState/tensors become real tensors."""
+    if isinstance(value, TensorState):
+        t = value.data.clone()
+        if value.requires_grad:
+            t.requires_grad_(True)
+        return t
+    if isinstance(value, list):
+        return [to_sandbox(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_sandbox(v) for v in value)
+    if isinstance(value, dict):
+        return {k: to_sandbox(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------- framing
+
+def pack(header: dict, blob: bytes = b"") -> bytes:
+    head = json.dumps(header, separators=(",", ":")).encode()
+    return _PREFIX.pack(len(head), len(blob)) + head + blob
+
+
+def write_frame(fd: int, header: dict, blob: bytes = b"") -> None:
+    data = memoryview(pack(header, blob))
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+class FrameTimeout(WireError):
+    pass
+
+
+class Closed(WireError):
+    pass
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise FrameTimeout("no answer in time")
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            raise Closed("the other side closed the channel")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
+               deadline: float | None = None) -> tuple[dict, bytes]:
+    head_len, blob_len = _PREFIX.unpack(_read_exact(fd, _PREFIX.size, deadline))
+    if head_len > max_header or blob_len > max_blob:
+        raise WireError(f"frame too large ({head_len} + {blob_len} bytes)")
+    try:
+        header = json.loads(_read_exact(fd, head_len, deadline))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise WireError("frame header is not JSON") from exc
+    if type(header) is not dict:
+        raise WireError("frame header is not an object")
+    return header, _read_exact(fd, blob_len, deadline)
+
+
+def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]:
+    """Parse one frame from bytes already read (the zygote's result pipe)."""
+    if len(data) < _PREFIX.size:
+        raise WireError("truncated frame")
+    head_len, blob_len = _PREFIX.unpack_from(data)
+    if head_len > max_header or blob_len > max_blob:
+        raise WireError("frame too large")
+    if len(data) != _PREFIX.size + head_len + blob_len:
+        raise WireError("frame length does not match its contents")
+    try:
+        header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len])
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise WireError("frame header is not JSON") from exc
+    if type(header) is not dict:
+        raise WireError("frame header is not an object")
+    return header, data[_PREFIX.size + head_len:]

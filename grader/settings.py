@@ -1,0 +1,40 @@
+"""Configuration, read from the environment in one place.
+
+Every setting has a default that works on a single development machine.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Settings:
+    exercises_dir: Path
+    # "bwrap" is the only safe choice; "none" runs submissions unconfined and
+    # every report produced that way says so.
+    sandbox: str
+    sandbox_uid: int
+    device: str  # "auto", "cpu" or "cuda": what this worker may use
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        unsafe = _flag("GRADER_UNSAFE_NO_SANDBOX")
+        return cls(
+            exercises_dir=Path(os.environ.get("GRADER_EXERCISES_DIR", REPO_ROOT / "exercises")),
+            sandbox="none" if unsafe else "bwrap",
+            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + os.getpid() % 3000)),
+            device=os.environ.get("GRADER_DEVICE", "auto"),
+        )
+
+
+def settings() -> Settings:
+    return Settings.from_env()

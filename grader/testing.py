@@ -1,0 +1,266 @@
+"""What hidden tests import: a pytest plugin for grading autograd exercises.
+
+A hidden test is an ordinary pytest test that asks for the ``student``
+fixture and checks what comes back::
+
+    import torch
+    from grader.testing import points, visible, expect_close, Mistake
+
+    @visible
+    @points(2)
+    def test_gradient_lands_in_x_grad(student):
+        x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        call = student.call("grad_2xtx", x)
+        expect_close(call.args[0].grad, 4 * x.detach(), what="x.grad",
+                     mistakes=[Mistake(2 * x.detach(), "Only half: ...", "절반만: ...")])
+
+``student.call`` runs a function of the submission inside the sandbox and
+returns its value with the post-call state of every tensor argument
+(:class:`TensorState`: data, grad, requires_grad, is_leaf, grad_fn).
+``student.probe`` runs a function of the exercise's probes.py the same way.
+The report shows a visible test's message in full; of a hidden test only its
+name, points and hint. Tests run seeded, so a submission always gets the same
+report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pytest
+import torch
+
+from grader.engine.wire import StudentException, TensorState
+
+__all__ = [
+    "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
+    "expect_close", "expect_true", "describe", "TensorState",
+]
+
+
+def points(n: float):
+    """How many points a test is worth (default 1)."""
+    return pytest.mark.points(n)
+
+
+visible = pytest.mark.visible
+"""A visible test: its full message is shown to the student."""
+
+
+def hint(en: str, ko: str | None = None):
+    """The hint shown when this test fails and no more specific one was found."""
+    return pytest.mark.hint(en=en, ko=ko)
+
+
+@dataclass(frozen=True)
+class Hint:
+    en: str
+    ko: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        return {"en": self.en, **({"ko": self.ko} if self.ko else {})}
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong value, and the misconception that produces it."""
+
+    value: Any  # a tensor, or a callable taking the actual value and returning True
+    en: str
+    ko: str | None = None
+
+    def matches(self, actual: torch.Tensor, rtol: float, atol: float) -> bool:
+        if callable(self.value):
+            return bool(self.value(actual))
+        expected = torch.as_tensor(self.value).to(actual.dtype) if actual.is_floating_point() else \
+            torch.as_tensor(self.value)
+        return expected.shape == actual.shape and bool(
+            torch.allclose(actual.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=False))
+
+
+class Feedback(AssertionError):
+    """A failed check with a message (shown for visible tests) and an optional hint."""
+
+    def __init__(self, message: str, hint: Hint | None = None, message_ko: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.message_ko = message_ko
+        self.hint = hint
+
+
+class StudentError(Feedback):
+    """The student's code did not return: it raised, ran out of time or memory, or exited."""
+
+    KINDS = {
+        "exception": ("Your code raised an exception", "코드에서 예외가 발생했습니다"),
+        "timeout": ("Your code ran out of time", "시간 제한을 넘었습니다"),
+        "memory": ("Your code ran out of memory", "메모리 제한을 넘었습니다"),
+        "exit": ("Your code ended its process instead of returning",
+                 "코드가 값을 반환하지 않고 프로세스를 종료했습니다"),
+        "crash": ("The process running your code crashed", "코드를 실행하던 프로세스가 비정상 종료했습니다"),
+        "too_large": ("Your code returned too much data", "반환한 데이터가 너무 큽니다"),
+        "unencodable": ("Your code returned a value that cannot be graded",
+                        "채점할 수 없는 값을 반환했습니다"),
+        "sandbox": ("The grader could not run your code", "채점기가 코드를 실행하지 못했습니다"),
+        "refused": ("Your submission could not be run", "제출한 코드를 실행할 수 없습니다"),
+    }
+
+    def __init__(self, kind: str, function: str, detail: str = "",
+                 exception: StudentException | None = None):
+        en, ko = self.KINDS.get(kind, self.KINDS["crash"])
+        self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
+        where = f" in {function}()"
+        full = f"{en}{where}" + (f": {detail}" if detail else "")
+        if exception is not None:
+            full += "\n" + exception.format()
+        super().__init__(full, message_ko=f"{function}(): {ko}" + (f" ({detail})" if detail else ""))
+
+    def short(self) -> str:
+        """What a hidden test may show: no exception message (it could echo hidden inputs)."""
+        en, _ = self.KINDS.get(self.kind, self.KINDS["crash"])
+        line = ""
+        if self.exception is not None:
+            line = f": {self.exception.type}"
+            if self.exception.traceback:
+                line += f" at line {self.exception.traceback[-1][0]} of submission.py"
+        elif self.kind in ("timeout", "memory", "too_large", "refused"):
+            line = f": {self.detail}"
+        return f"{en} in {self.function}(){line}"
+
+
+@dataclass
+class Call:
+    """One finished call: the return value and the tensor arguments as the call left them."""
+
+    value: Any
+    args: list
+    kwargs: dict
+    output: str = ""
+
+
+class Student:
+    """The submission, as the hidden tests see it: only through calls into the sandbox."""
+
+    def __init__(self, channel):
+        self._channel = channel
+
+    def call(self, function: str, *args, **kwargs) -> Call:
+        return self._run("submission", function, args, kwargs)
+
+    def probe(self, function: str, *args, **kwargs) -> Call:
+        """Run a function of the exercise's probes.py (it may drive the student's code)."""
+        return self._run("probes", function, args, kwargs)
+
+    def _run(self, module, function, args, kwargs) -> Call:
+        outcome = self._channel.call(module, function, list(args), dict(kwargs))
+        if outcome.kind != "ok":
+            raise StudentError(outcome.kind, function, outcome.detail, outcome.error)
+        return Call(outcome.value, outcome.args, outcome.kwargs, outcome.output)
+
+
+# ------------------------------------------------------------------ checks
+
+def _as_tensor(value: Any) -> torch.Tensor | None:
+    if isinstance(value, TensorState):
+        return value.data
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    return None
+
+
+def describe(value: Any, limit: int = 6) -> str:
+    """A compact description: shape, dtype and a few elements."""
+    t = _as_tensor(value)
+    if t is None:
+        return "None" if value is None else f"a {type(value).__name__} ({str(value)[:60]})"
+    flat = t.flatten()
+    shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat[:limit].tolist())
+    more = ", ..." if flat.numel() > limit else ""
+    return f"shape {tuple(t.shape)}, {str(t.dtype).replace('torch.', '')}, [{shown}{more}]"
+
+
+def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, atol: float = 1e-6,
+                 mistakes: Iterable[Mistake] = (), hint: Hint | None = None, check_dtype: bool = False) -> None:
+    """Fail with a self-explaining message unless ``actual`` is a tensor close to ``expected``.
+
+    When ``actual`` matches one of ``mistakes``, that mistake's hint names the misconception.
+    """
+    exp = _as_tensor(expected)
+    if exp is None:
+        exp = torch.as_tensor(expected)
+    act = _as_tensor(actual)
+    if act is None:
+        if actual is None:
+            raise Feedback(f"{what} is None; expected {describe(exp)}", hint,
+                           f"{what} 값이 None입니다")
+        raise Feedback(f"{what} should be a tensor, got {describe(actual)}", hint,
+                       f"{what}은(는) 텐서여야 합니다")
+    if tuple(act.shape) != tuple(exp.shape):
+        raise Feedback(f"{what} has shape {tuple(act.shape)}; expected {tuple(exp.shape)}",
+                       _first_match(act, mistakes, rtol, atol) or hint,
+                       f"{what}의 모양이 {tuple(act.shape)}입니다. 기대한 모양: {tuple(exp.shape)}")
+    if check_dtype and act.dtype != exp.dtype:
+        raise Feedback(f"{what} has dtype {act.dtype}; expected {exp.dtype}", hint,
+                       f"{what}의 dtype이 {act.dtype}입니다. 기대한 dtype: {exp.dtype}")
+    if act.is_complex() or exp.is_complex() or not act.dtype.is_floating_point and act.dtype != torch.bool:
+        a, e = act.to(torch.complex128 if act.is_complex() else torch.float64), exp.to(
+            torch.complex128 if act.is_complex() else torch.float64)
+    else:
+        a, e = act.double(), exp.double()
+    if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+        return
+    diff = (a - e).abs()
+    finite = diff[torch.isfinite(diff)]
+    worst = f"{finite.max().item():.3g}" if finite.numel() else "inf"
+    raise Feedback(
+        f"{what}: expected {describe(exp)}\n  got {describe(act)}\n  max abs difference {worst}",
+        _first_match(act, mistakes, rtol, atol) or hint,
+        f"{what}: 기대값 {describe(exp)}\n  실제값 {describe(act)}\n  최대 절대 오차 {worst}",
+    )
+
+
+def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) -> Hint | None:
+    for mistake in mistakes:
+        try:
+            if mistake.matches(actual, rtol, atol):
+                return Hint(mistake.en, mistake.ko)
+        except (RuntimeError, TypeError, ValueError):
+            continue
+    return None
+
+
+def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):
+    """Fail with ``message`` (and ``hint``) unless ``condition`` holds."""
+    if not condition:
+        raise Feedback(message, hint, message_ko)
+
+
+# ------------------------------------------------------------------ plugin
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "points(n): points a test is worth")
+    config.addinivalue_line("markers", "visible: the student sees this test's full message")
+    config.addinivalue_line("markers", "hint(en, ko): hint shown when this test fails")
+
+
+@pytest.fixture
+def student(_grader_channel) -> Student:
+    return Student(_grader_channel)
+
+
+@pytest.fixture(autouse=True)
+def _seeded(request):
+    """Same seed for the same test, every time: reports are reproducible."""
+    seed = int.from_bytes(hashlib.sha256(request.node.nodeid.encode()).digest()[:4], "big")
+    torch.manual_seed(seed)
+    random.seed(seed)
+    yield
+
+
+def seed_for(name: str) -> int:
+    """A stable seed derived from a name, for data a test builds itself."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
+
