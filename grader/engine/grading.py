@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import os
 import subprocess
@@ -34,10 +35,14 @@ def sandbox_for(cuda: bool) -> Sandbox:
 
 
 def shutdown() -> None:
+    """Stop this process's warm sandboxes (a later grade starts new ones)."""
     with _pool_lock:
         for sandbox in _pool.values():
             sandbox.close()
         _pool.clear()
+
+
+atexit.register(shutdown)
 
 
 @functools.cache

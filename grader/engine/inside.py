@@ -24,8 +24,11 @@ import sys
 import time
 import traceback
 
-WORK = "/tmp/work"
-SUBMISSION_FILE = f"{WORK}/submission.py"
+# Inside bubblewrap this is the sandbox's private tmpfs. Unsandboxed (development
+# mode) it is a fresh directory of its own: never the host's /tmp, which we empty.
+SCRATCH = os.environ.get("GRADER_SCRATCH", "/tmp")
+WORK = os.path.join(SCRATCH, "work")
+SUBMISSION_FILE = os.path.join(WORK, "submission.py")
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -37,6 +40,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> None:
+    if SCRATCH == "/tmp" and os.environ.get("GRADER_IN_SANDBOX") != "1":
+        raise SystemExit("outside the sandbox GRADER_SCRATCH must name a private directory")
     import faulthandler
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # stack dump on demand, to stderr
     requests, replies = os.dup(0), os.dup(1)
@@ -109,8 +114,8 @@ def _nested_namespaces_work() -> bool:
 
 
 def _clean_tmp() -> None:
-    for name in os.listdir("/tmp"):
-        path = os.path.join("/tmp", name)
+    for name in os.listdir(SCRATCH):
+        path = os.path.join(SCRATCH, name)
         try:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)

@@ -138,6 +138,7 @@ class Sandbox:
         self.unsafe = self.config.sandbox == "none"
         self._proc: subprocess.Popen | None = None
         self._stderr = None
+        self._scratch: str | None = None
         self._loaded: dict[str, str] | None = None
         self.info: dict = {}
         self.starts = 0
@@ -155,9 +156,10 @@ class Sandbox:
         python = sys.executable
         if self.unsafe:
             cmd = unsandboxed_command(python)
-            env = {"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir(), "OMP_NUM_THREADS": "1",
-                   "PYTHONUNBUFFERED": "1", "GRADER_ALLOW_ROOT": "1"}
-            cwd = tempfile.mkdtemp(prefix="grader-unsafe-")
+            self._scratch = tempfile.mkdtemp(prefix="grader-unsafe-")
+            cwd = self._scratch
+            env = {"PATH": "/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "GRADER_SCRATCH": cwd,
+                   "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "GRADER_ALLOW_ROOT": "1"}
         else:
             if shutil.which("bwrap") is None:
                 raise SandboxUnavailable(
@@ -169,7 +171,8 @@ class Sandbox:
             cwd = "/"
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._stderr, env=env, cwd=cwd, close_fds=True)
+                                      stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
+                                      preexec_fn=_die_with_parent if self.unsafe else None)
         self._loaded = None
         self.starts += 1
         try:
@@ -205,6 +208,9 @@ class Sandbox:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _stderr_text(self) -> str:
         if self._stderr is None:
@@ -254,6 +260,12 @@ class Sandbox:
         except (OSError, wire.WireError) as exc:
             return CallOutcome("sandbox", detail=f"the sandbox failed during the call ({exc})")
         return _outcome(reply, raw, limits)
+
+
+def _die_with_parent() -> None:
+    # bwrap's --die-with-parent, for the unsandboxed development mode.
+    import ctypes
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _plain(value: Any) -> Any:

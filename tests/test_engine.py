@@ -1,0 +1,123 @@
+"""grade(exercise, source) on the autograd-basics exercise, end to end through the sandbox."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import catalog
+from grader.engine import SandboxUnavailable, grade, grading
+from grader.engine.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = ROOT / "exercises" / "autograd-basics"
+SOLUTION = (BASICS / "solution.py").read_text()
+
+
+def without_timings(report):
+    data = report.to_dict()
+    data.pop("duration_ms")
+    for test in data["tests"]:
+        test.pop("duration_ms")
+    return data
+
+
+def test_reference_solution_scores_full_marks_with_every_report_field():
+    report = grade("autograd-basics", SOLUTION)
+    assert report.status == "graded" and report.sandbox == "bubblewrap"
+    assert report.score == report.max_score == 6
+    data = json.loads(report.to_json())
+    assert {"exercise", "version", "status", "score", "max_score", "duration_ms", "tests", "output"} <= set(data)
+    assert {"id", "name", "visible", "passed", "points", "max_points", "message", "hint",
+            "duration_ms"} <= set(data["tests"][0])
+    assert any(t["visible"] for t in data["tests"]) and any(not t["visible"] for t in data["tests"])
+
+
+def test_the_same_submission_always_gets_the_same_report():
+    mutant = (BASICS / "mutants" / "backward_twice.py").read_text()
+    assert without_timings(grade("autograd-basics", mutant)) == without_timings(grade("autograd-basics", mutant))
+
+
+def test_a_known_wrong_gradient_gets_the_hint_that_names_the_misconception():
+    report = grade("autograd-basics", (BASICS / "mutants" / "backward_twice.py").read_text())
+    visible = next(t for t in report.tests if t.visible)
+    assert not visible.passed
+    assert "accumulate" in visible.hint
+    assert "expected shape (3,)" in visible.message and "got" in visible.message
+    assert "누적" in visible.i18n["ko"]["hint"]
+
+
+def test_student_exceptions_show_the_students_traceback_only_in_visible_tests():
+    source = "def grad_2xtx(x):\n    raise ValueError('secret ' + repr(x.tolist()))\n"
+    report = grade("autograd-basics", source)
+    visible = next(t for t in report.tests if t.visible)
+    hidden = [t for t in report.tests if not t.visible]
+    assert 'File "submission.py", line 2, in grad_2xtx' in visible.message
+    assert "ValueError: secret" in visible.message
+    assert "grader" not in visible.message and "site-packages" not in visible.message
+    for test in hidden:
+        # The message could echo hidden inputs, so hidden tests show only its type and line.
+        assert "secret" not in test.message and "ValueError at line 2" in test.message
+
+
+def test_printed_output_is_reported_only_from_visible_tests():
+    source = SOLUTION.replace("    y.backward()", "    print('input', x.tolist())\n    y.backward()")
+    report = grade("autograd-basics", source)
+    assert report.score == report.max_score
+    assert report.output == "input [1.0, 2.0, 3.0]\n"
+
+
+@pytest.mark.parametrize("source, status, words", [
+    ("def grad_2xtx(x:\n    pass\n", "syntax_error", "line 1"),
+    ("   \n", "submission_error", "empty"),
+    (b"def f():\n    return '\xff'\n", "submission_error", "UTF-8"),
+    ("x = 1\n" * 50_000, "submission_error", "limit"),
+])
+def test_submissions_that_cannot_run_say_why_and_score_zero(source, status, words):
+    report = grade("autograd-basics", source)
+    assert report.status == status and words in report.message
+    assert report.score == 0 and report.max_score == 6
+
+
+def test_progress_is_reported_test_by_test():
+    seen = []
+    grade("autograd-basics", SOLUTION, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        Sandbox().start()
+
+
+def test_unsafe_development_mode_says_so_in_every_report(monkeypatch):
+    monkeypatch.setenv("GRADER_UNSAFE_NO_SANDBOX", "1")
+    monkeypatch.setattr("grader.engine.grading._pool", {})
+    try:
+        report = grade("autograd-basics", SOLUTION)
+    finally:
+        grading.shutdown()
+    assert report.sandbox == "none"
+    assert any("UNSAFE" in w for w in report.warnings)
+    assert "UNSAFE" in report.render()
+
+
+def test_an_exercise_folder_path_works_like_its_slug():
+    assert grade(str(BASICS), SOLUTION).score == 6
+    assert catalog.find(str(BASICS)).slug == "autograd-basics"
+
+
+def test_command_line_prints_json_and_exits_by_score(tmp_path):
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text((BASICS / "mutants" / "forgot_factor.py").read_text())
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "autograd-basics", str(wrong), "--json"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    assert data["score"] == 0 and data["exercise"] == "autograd-basics"
+    text = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "autograd-basics",
+                           str(BASICS / "solution.py"), "--lang", "ko"], capture_output=True, text=True, cwd=ROOT)
+    assert text.returncode == 0 and "6/6 points" in text.stdout
