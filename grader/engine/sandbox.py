@@ -70,7 +70,7 @@ class CallOutcome:
 
 def bwrap_command(python: str, *, cuda: bool, uid: int) -> list[str]:
     """The bubblewrap command line for one warm process."""
-    cmd = ["bwrap", "--die-with-parent", "--new-session",
+    cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--hostname", "sandbox"]
     if os.geteuid() == 0:
