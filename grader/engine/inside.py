@@ -212,10 +212,10 @@ def _call(request: dict, blob: bytes, files: dict[str, str]) -> tuple[dict, byte
         # time limit) for it to finish on its own, then end everything.
         if not status["timeout"] and not _wait_exit(pidfd, started + timeout):
             status["timeout"] = True
-        if IN_SANDBOX:
-            _kill_everyone_else(pid)
-        else:
+        try:
             os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         _, code, usage = os.wait4(pid, 0)
         _kill_everyone_else(pid)
         pid = None

@@ -333,7 +333,8 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         out.kind = "exit"
         out.detail = f"your code ended the process (exit status {code}) instead of returning"
     else:
-        out.kind, out.detail = "sandbox", "the sandbox lost track of the call"
+        why = reply.get("error") if isinstance(reply.get("error"), str) else "no status"
+        out.kind, out.detail = "sandbox", f"the sandbox lost track of the call ({why[:200]})"
     return out
 
 
