@@ -138,3 +138,90 @@ def all_exercises(exercises_dir: str | Path) -> list[Exercise]:
     if not root.is_dir():
         return []
     return [load(p) for p in sorted(root.iterdir()) if (p / "exercise.toml").is_file()]
+
+
+# ------------------------------------------------------------------ check
+
+@dataclass
+class CheckRow:
+    exercise: str
+    subject: str       # "solution", "starter", "mutant:<name>", "bundle"
+    expected: str
+    actual: str
+    ok: bool
+
+
+def check(exercise: Exercise) -> list[CheckRow]:
+    """Grade the bundle's own files and compare with what they must score.
+
+    The reference scores full marks twice with identical reports; the starter
+    scores less; every mutant fails exactly the tests it declares and shows its hint.
+    """
+    from grader.engine import grade  # the engine depends on us, not we on it, at import
+
+    rows: list[CheckRow] = []
+
+    def row(subject, expected, actual, ok):
+        rows.append(CheckRow(exercise.slug, subject, expected, actual, bool(ok)))
+
+    def stable(report):
+        data = report.to_dict()
+        data.pop("duration_ms")
+        for test in data["tests"]:
+            test.pop("duration_ms")
+        return data
+
+    solution = exercise.file("solution.py").read_text(encoding="utf-8")
+    first, second = grade(exercise, solution), grade(exercise, solution)
+    row("solution", "full marks", f"{first.score:g}/{first.max_score:g} [{first.status}]",
+        first.status == "graded" and first.score == first.max_score > 0)
+    row("solution", "same report twice", "identical" if stable(first) == stable(second) else "different",
+        stable(first) == stable(second))
+    visible = sum(t.visible for t in first.tests)
+    row("bundle", ">= 1 visible and >= 1 hidden test", f"{visible} visible, {len(first.tests) - visible} hidden",
+        0 < visible < len(first.tests))
+
+    starter = grade(exercise, exercise.file("starter.py").read_text(encoding="utf-8"))
+    row("starter", "less than full marks", f"{starter.score:g}/{starter.max_score:g}",
+        starter.score < starter.max_score)
+
+    mutants_dir = exercise.path / "mutants"
+    declared = {}
+    manifest = mutants_dir / "mutants.toml"
+    if manifest.is_file():
+        try:
+            declared = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            row("bundle", "valid mutants/mutants.toml", str(exc), False)
+    files = {p.stem: p for p in sorted(mutants_dir.glob("*.py"))} if mutants_dir.is_dir() else {}
+    row("bundle", ">= 3 mutants", str(len(files)), len(files) >= 3)
+    for name in sorted(set(declared) | set(files)):
+        subject = f"mutant:{name}"
+        spec = declared.get(name)
+        if name not in files or not isinstance(spec, dict):
+            row(subject, "a .py file and a [section] in mutants.toml",
+                "no file" if name not in files else "not declared", False)
+            continue
+        must_fail = set(spec.get("fails", []))
+        report = grade(exercise, files[name].read_text(encoding="utf-8"))
+        failed = {t.id.rsplit("::", 1)[-1] for t in report.tests if not t.passed}
+        row(subject, "fails " + ", ".join(sorted(must_fail)), "fails " + (", ".join(sorted(failed)) or "nothing"),
+            failed == must_fail and must_fail)
+        hint = spec.get("hint")
+        if hint:
+            hints = [h for t in report.tests if not t.passed
+                     for h in (t.hint, t.i18n.get("ko", {}).get("hint")) if h]
+            row(subject, f"hint mentions {hint!r}", "yes" if any(hint in h for h in hints) else
+                (hints[0][:60] + "..." if hints else "no hint"), any(hint in h for h in hints))
+    return rows
+
+
+def format_check(rows: list[CheckRow]) -> str:
+    width = max((len(f"{r.exercise}  {r.subject}") for r in rows), default=10)
+    lines = []
+    for r in rows:
+        mark = "ok  " if r.ok else "FAIL"
+        lines.append(f"{mark} {f'{r.exercise}  {r.subject}':<{width}}  expected {r.expected}; got {r.actual}")
+    bad = sum(not r.ok for r in rows)
+    lines.append(f"{len(rows) - bad} of {len(rows)} checks hold" + (f"; {bad} violated" if bad else ""))
+    return "\n".join(lines)

@@ -39,5 +39,30 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
     sys.exit(0 if report.score == report.max_score and report.status == "graded" else 1)
 
 
+@main.command("check")
+@click.argument("exercises", nargs=-1)
+def check_command(exercises: tuple[str, ...]) -> None:
+    """Check exercise bundles: the reference scores full marks (twice, identically),
+    the starter less, and every mutant fails exactly as it declares.
+
+    With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
+    """
+    from grader import catalog
+    from grader.engine import SandboxUnavailable
+    from grader.settings import settings
+
+    try:
+        chosen = ([catalog.find(e) for e in exercises] if exercises
+                  else catalog.all_exercises(settings().exercises_dir))
+        rows = [row for ex in chosen for row in catalog.check(ex)]
+    except catalog.CatalogError as exc:
+        raise click.ClickException(str(exc)) from None
+    except SandboxUnavailable as exc:
+        click.echo(f"error: cannot grade: {exc}", err=True)
+        sys.exit(2)
+    click.echo(catalog.format_check(rows))
+    sys.exit(0 if rows and all(r.ok for r in rows) else 1)
+
+
 if __name__ == "__main__":
     main()
