@@ -45,6 +45,19 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
+def warm_up() -> None:
+    """Start the CPU sandbox and pay this process's one-off import costs now, so
+    that a worker's first grade is as fast as its others."""
+    import torch
+
+    sandbox_for(False).start()
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer.zero_grad()  # the first zero_grad()/step() import torch._dynamo
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+
+
 @functools.cache
 def cuda_available() -> bool:
     """Whether this worker may grade on a GPU. Asked of a throwaway process, so that

@@ -130,11 +130,11 @@ def run_suite(exercise: Exercise, channel, on_progress=None) -> SuiteRun:
             "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
     for plugin in _UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin}"]
-    _forget_modules(exercise.path)
+    before = set(sys.modules)
     try:
         code = pytest.main(args, plugins=[collector])
     finally:
-        _forget_modules(exercise.path)
+        _forget_modules(set(sys.modules) - before, exercise.path)
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
         collector.run.error = f"pytest stopped with exit code {int(code)}"
     if not collector.run.results and collector.run.error is None:
@@ -142,17 +142,15 @@ def run_suite(exercise: Exercise, channel, on_progress=None) -> SuiteRun:
     return collector.run
 
 
-def _forget_modules(root: Path) -> None:
-    """Drop the suite's modules so the next run (maybe a newer version) imports afresh.
-
-    Also drops the placeholder packages pytest's importlib mode creates for them.
-    """
+def _forget_modules(names: set[str], root: Path) -> None:
+    """Drop the suite's modules so the next run (maybe a newer version) imports afresh,
+    and the placeholder packages pytest's importlib mode makes for them. Modules
+    of libraries the tests imported for the first time stay."""
     prefix = str(root)
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        placeholder = file is None and name.split(".")[0] == "tests"
-        if placeholder or (file and file.startswith(prefix)):
-            del sys.modules[name]
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if (file is None and name.split(".")[0] == "tests") or (file and file.startswith(prefix)):
+            sys.modules.pop(name, None)
 
 
 def monotonic_ms(start: float) -> float:

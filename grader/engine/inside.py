@@ -103,6 +103,13 @@ def _warm_up() -> None:
     import torch.autograd.functional  # noqa: F401
     x = torch.ones(3, requires_grad=True)
     (2 * x @ x).backward()
+    # An optimizer's first zero_grad()/step() imports torch._dynamo (~1.5 s): pay it here.
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(model(torch.ones(1, 2)), torch.zeros(1, 1)).backward()
+    optimizer.step()
+    torch.optim.Adam(model.parameters()).step()
 
 
 def _reset() -> None:

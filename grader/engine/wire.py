@@ -144,6 +144,8 @@ def encode(value: Any) -> tuple[Any, bytes]:
             return {"float": repr(v)}  # inf, -inf, nan
         if isinstance(v, torch.Tensor):
             return tensor(v, depth)
+        if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "shape", None) == ():
+            return walk(v.item(), depth)  # a NumPy scalar, e.g. from np.mean
         if type(v) is list:
             return {"list": [walk(x, depth + 1) for x in v]}
         if type(v) is tuple:

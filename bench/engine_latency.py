@@ -1,0 +1,120 @@
+"""Grading latency: the warm engine against a naive grader, in the same run.
+
+The naive grader is what most graders do: per submission, a fresh
+``python -m pytest`` in the same bubblewrap sandbox, with the student's module
+imported into the test process (so it also lacks our isolation). Both grade
+the same batch of autograd-basics submissions (the reference and its mutants).
+
+    .venv/bin/python bench/engine_latency.py [--n 60] [--baseline-n 12]
+
+Prints p50/p95 of each, and the ratio of the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader import catalog  # noqa: E402
+from grader.engine import grade  # noqa: E402
+from grader.engine.sandbox import bwrap_command  # noqa: E402
+from grader.settings import settings  # noqa: E402
+
+# The naive grader's student fixture: calls the submission in the test's own process.
+NAIVE_CONFTEST = '''
+import pytest, submission
+from grader.engine import wire
+from grader.testing import Call, StudentError
+
+class InProcessStudent:
+    def call(self, function, *args, **kwargs):
+        args, kwargs = wire.to_sandbox(list(args)), wire.to_sandbox(dict(kwargs))
+        try:
+            value = getattr(submission, function)(*args, **kwargs)
+        except Exception as exc:
+            raise StudentError("exception", function, str(exc))
+        tree, blob = wire.encode({"value": value, "args": args, "kwargs": kwargs})
+        out = wire.decode(tree, blob)
+        return Call(out["value"], out["args"], out["kwargs"])
+
+@pytest.fixture
+def student():
+    return InProcessStudent()
+'''
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def submissions(exercise: catalog.Exercise) -> list[tuple[str, str]]:
+    files = [exercise.file("solution.py")] + sorted((exercise.path / "mutants").glob("*.py"))
+    return [(f.stem, f.read_text()) for f in files]
+
+
+def warm(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
+    grade(exercise, batch[0][1])  # start the sandbox: a worker does this once
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        grade(exercise, batch[i % len(batch)][1])
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
+    times = []
+    uid = settings().sandbox_uid
+    for i in range(n):
+        name, source = batch[i % len(batch)]
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            shutil.copytree(exercise.tests_dir, work / "tests")
+            (work / "tests" / "conftest.py").write_text(NAIVE_CONFTEST)
+            (work / "submission.py").write_text(source)
+            cmd = bwrap_command(sys.executable, cuda=False, uid=uid)
+            split = cmd.index("--")
+            cmd = (cmd[:split] + ["--ro-bind", str(work), "/opt/naive",
+                                  "--setenv", "PYTHONPATH", "/opt/grader:/opt/naive", "--"]
+                   + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                      "-p", "grader.testing", "/opt/naive/tests"])
+            start = time.perf_counter()
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            times.append((time.perf_counter() - start) * 1000)
+            if "passed" not in run.stdout and "failed" not in run.stdout:
+                raise SystemExit(f"the naive grader did not run: {run.stdout[-800:]}{run.stderr[-800:]}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=60, help="submissions graded by the warm engine")
+    parser.add_argument("--baseline-n", type=int, default=12, help="submissions graded by the naive grader")
+    parser.add_argument("--exercise", default="autograd-basics")
+    args = parser.parse_args()
+
+    exercise = catalog.find(args.exercise)
+    batch = submissions(exercise)
+    warm_ms = warm(exercise, batch, args.n)
+    naive_ms = naive(exercise, batch, args.baseline_n)
+    print(f"exercise {exercise.slug}: {len(batch)} distinct submissions (reference + mutants)")
+    print(f"{'grader':<28}{'n':>5}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}")
+    for label, ms in (("warm engine", warm_ms), ("naive pytest per submission", naive_ms)):
+        print(f"{label:<28}{len(ms):>5}{percentile(ms, .5):>10.1f}{percentile(ms, .95):>10.1f}"
+              f"{statistics.mean(ms):>10.1f}")
+    ratio = percentile(naive_ms, .5) / percentile(warm_ms, .5)
+    print(f"speed-up at p50: {ratio:.1f}x (naive p50 / warm p50)")
+
+
+if __name__ == "__main__":
+    main()

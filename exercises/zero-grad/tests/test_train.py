@@ -1,0 +1,151 @@
+import torch
+
+from grader.testing import Feedback, Hint, Mistake, TensorState, expect_close, points, visible
+
+NO_ZERO = Hint("Gradients accumulated across batches: without optimizer.zero_grad() every backward() adds "
+               "to the gradients of all earlier batches, and step() follows that growing sum. Call "
+               "optimizer.zero_grad() at the start of every batch.",
+               "기울기가 배치를 거치며 누적되었습니다. optimizer.zero_grad()가 없으면 backward()마다 이전 "
+               "배치들의 기울기에 더해지고, step()은 그 커져 가는 합을 따라갑니다. 배치마다 처음에 "
+               "optimizer.zero_grad()를 호출하세요.")
+
+ONCE_PER_EPOCH = Hint("Gradients accumulated across the batches of each epoch: optimizer.zero_grad() ran once "
+                      "per epoch. Call it for every batch, inside the inner loop.",
+                      "한 epoch 안에서 배치마다 기울기가 누적되었습니다. optimizer.zero_grad()를 epoch마다 한 "
+                      "번만 호출했습니다. 안쪽 루프에서 배치마다 호출하세요.")
+
+ERASED = Hint("The parameters never moved: optimizer.zero_grad() ran between backward() and step(), so it "
+              "erased the gradients before step() could use them. The order is zero_grad(), forward, "
+              "loss, backward(), step().",
+              "파라미터가 전혀 바뀌지 않았습니다. optimizer.zero_grad()가 backward()와 step() 사이에서 "
+              "실행되어 step()이 쓰기 전에 기울기를 지웠습니다. 순서는 zero_grad(), 순전파, 손실, "
+              "backward(), step()입니다.")
+
+NO_STEP = Hint("The parameters never moved although gradients were computed: optimizer.step() never ran. "
+               "Call it after loss.backward() for every batch.",
+               "기울기는 계산되었지만 파라미터가 전혀 바뀌지 않았습니다. optimizer.step()이 실행되지 "
+               "않았습니다. 배치마다 loss.backward() 다음에 호출하세요.")
+
+SUMMED = Hint("Each epoch's value is the sum of its batch losses. Return the mean: divide the sum of "
+              "loss.item() by the number of batches.",
+              "epoch마다 반환한 값이 배치 손실의 합입니다. 평균을 반환하세요: loss.item()의 합을 배치 "
+              "개수로 나누세요.")
+
+PER_BATCH = Hint("train() returned one loss per batch. Return one number per epoch: the mean of that "
+                 "epoch's batch losses.",
+                 "train()이 배치마다 손실을 하나씩 반환했습니다. epoch마다 숫자 하나, 즉 그 epoch 배치 "
+                 "손실들의 평균을 반환하세요.")
+
+A_LIST = Hint("Return a Python list with one float per epoch (loss.item() gives a float).",
+              "epoch마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
+
+
+def make_setup(samples, features, outputs, batch_size, lr, momentum, epochs, seed):
+    inputs = torch.randn(samples, features)
+    targets = inputs @ torch.randn(features, outputs) + 0.1 * torch.randn(samples, outputs)
+    return dict(seed=seed, inputs=inputs, targets=targets, batch_size=batch_size, lr=lr,
+                momentum=momentum, epochs=epochs)
+
+
+def trusted_run(setup, *, zero_grad="batch", step=True):
+    """The training loop, run here; zero_grad is "batch", "epoch", "after_backward" or None."""
+    torch.manual_seed(setup["seed"])
+    inputs, targets = setup["inputs"], setup["targets"]
+    model = torch.nn.Linear(inputs.shape[1], targets.shape[1])
+    optimizer = torch.optim.SGD(model.parameters(), lr=setup["lr"], momentum=setup["momentum"])
+    loss_fn = torch.nn.MSELoss()
+    size = setup["batch_size"]
+    batches = [(inputs[i:i + size], targets[i:i + size]) for i in range(0, inputs.shape[0], size)]
+    means = []
+    for _ in range(setup["epochs"]):
+        if zero_grad == "epoch":
+            optimizer.zero_grad()
+        losses = []
+        for batch_inputs, batch_targets in batches:
+            if zero_grad == "batch":
+                optimizer.zero_grad()
+            loss = loss_fn(model(batch_inputs), batch_targets)
+            loss.backward()
+            if zero_grad == "after_backward":
+                optimizer.zero_grad()
+            if step:
+                optimizer.step()
+            losses.append(loss.item())
+        means.append(sum(losses) / len(losses))
+    return torch.tensor(means, dtype=torch.float64), model.weight.detach(), model.bias.detach()
+
+
+def epoch_losses(value, epochs, batches):
+    """train()'s return value as a float64 tensor; floats and 0-d tensors are both fine."""
+    if isinstance(value, dict) or value is None or isinstance(value, (TensorState, str, int, float)):
+        kind = value["unsupported"] if isinstance(value, dict) else (
+            "tensor" if isinstance(value, TensorState) else type(value).__name__)
+        raise Feedback(f"train() should return a list of floats, one per epoch; it returned a {kind}",
+                       A_LIST, f"train()은 epoch마다 float 하나씩 담은 리스트를 반환해야 합니다 ({kind} 반환)")
+    numbers = []
+    for item in value:
+        if isinstance(item, TensorState) and item.data.numel() == 1 and item.data.is_floating_point():
+            numbers.append(float(item.data.reshape(())))
+        elif isinstance(item, float) or (isinstance(item, int) and not isinstance(item, bool)):
+            numbers.append(float(item))
+        else:
+            kind = item["unsupported"] if isinstance(item, dict) else (
+                f"tensor of shape {tuple(item.shape)}" if isinstance(item, TensorState) else type(item).__name__)
+            raise Feedback(f"train() should return a list of floats; one element is a {kind}", A_LIST,
+                           f"train()이 반환한 리스트의 원소가 float이 아닙니다 ({kind})")
+    if len(numbers) != epochs:
+        raise Feedback(f"train() returned {len(numbers)} values for {epochs} epochs; expected one per epoch",
+                       PER_BATCH if len(numbers) == epochs * batches else A_LIST,
+                       f"train()이 epoch {epochs}번에 대해 값 {len(numbers)}개를 반환했습니다. "
+                       "epoch마다 하나여야 합니다")
+    return torch.tensor(numbers, dtype=torch.float64)
+
+
+def check_training(student, setup):
+    call = student.probe("run_train", **setup)
+    result = call.value
+    batches = -(-setup["inputs"].shape[0] // setup["batch_size"])
+    losses = epoch_losses(result["losses"], setup["epochs"], batches)
+    weight, bias = result["weight"], result["bias"]
+    expected, ref_weight, ref_bias = trusted_run(setup)
+    no_zero = trusted_run(setup, zero_grad=None)
+    per_epoch = trusted_run(setup, zero_grad="epoch")
+    frozen = trusted_run(setup, step=False)
+    grad = weight.grad.data if weight.grad is not None else None
+    stuck = ERASED if grad is None or not bool(grad.abs().sum()) else NO_STEP
+    loss_mistakes = [Mistake(expected * batches, SUMMED.en, SUMMED.ko),
+                     Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko),
+                     Mistake(per_epoch[0], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
+                     Mistake(frozen[0], stuck.en, stuck.ko)]
+    expect_close(losses, expected, what="the losses train() returned", rtol=1e-4, atol=1e-6,
+                 mistakes=loss_mistakes)
+    for name, actual, ref, index in (("weight", weight, ref_weight, 1), ("bias", bias, ref_bias, 2)):
+        expect_close(actual, ref, what=f"model.{name} after training", rtol=1e-4, atol=1e-5,
+                     mistakes=[Mistake(no_zero[index], NO_ZERO.en, NO_ZERO.ko),
+                               Mistake(per_epoch[index], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
+                               Mistake(frozen[index], stuck.en, stuck.ko)])
+
+
+@visible
+@points(2)
+def test_train_plain_sgd(student):
+    """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs"""
+    setup = make_setup(samples=8, features=3, outputs=1, batch_size=4, lr=0.1, momentum=0.0, epochs=3,
+                       seed=11)
+    check_training(student, setup)
+
+
+@points(3)
+def test_train_with_momentum(student):
+    """trains a Linear model with SGD and momentum"""
+    setup = make_setup(samples=12, features=4, outputs=2, batch_size=4, lr=0.05, momentum=0.9, epochs=4,
+                       seed=2024)
+    check_training(student, setup)
+
+
+@points(1)
+def test_losses_are_epoch_means(student):
+    """returns the mean batch loss of every epoch"""
+    setup = make_setup(samples=9, features=2, outputs=3, batch_size=3, lr=0.0, momentum=0.0, epochs=2,
+                       seed=7)
+    check_training(student, setup)

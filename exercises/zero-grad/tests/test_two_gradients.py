@@ -1,0 +1,74 @@
+import torch
+
+from grader.testing import Feedback, Hint, Mistake, expect_close, expect_true, points, visible
+
+NOT_RESET = ("g2 came out as 4x + 1: the first gradient (4x) was still in x.grad when backward() added "
+             "the second one (ones). Gradients accumulate; reset the buffer between the two backward() "
+             "calls with x.grad.zero_() (or x.grad = None).",
+             "g2가 4x + 1입니다. 첫 번째 기울기(4x)가 x.grad에 남아 있는 상태에서 backward()가 두 번째 "
+             "기울기(1)를 더했습니다. 기울기는 누적되므로 두 backward() 호출 사이에 x.grad.zero_()"
+             "(또는 x.grad = None)로 버퍼를 초기화하세요.")
+
+ALIASED = ("g1 changed after you computed it: g1 is x.grad itself, and x.grad.zero_() and the second "
+           "backward() modify that tensor in place. Keep a copy: g1 = x.grad.clone().",
+           "g1을 구한 뒤에 값이 바뀌었습니다. g1이 x.grad 그 자체라서 x.grad.zero_()와 두 번째 backward()가 "
+           "같은 텐서를 제자리에서 바꿉니다. 복사본을 저장하세요: g1 = x.grad.clone().")
+
+BY_HAND = Hint("x.grad does not hold the gradient of x.sum(): the gradients were written down by hand "
+               "instead of computed by backward() on x. Build each function from x with torch operations "
+               "and call backward() on it.",
+               "x.grad에 x.sum()의 기울기가 들어 있지 않습니다. 기울기를 x에 대한 backward()로 구하지 않고 "
+               "손으로 적었습니다. x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
+
+PAIR = Hint("Return a pair: return g1, g2.", "두 값을 쌍으로 반환하세요: return g1, g2.")
+
+
+def pair(call):
+    value = call.value
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise Feedback("two_gradients(x) should return a pair (g1, g2)", PAIR,
+                       "two_gradients(x)는 (g1, g2) 쌍을 반환해야 합니다")
+    return value
+
+
+def g1_mistakes(x):
+    x = x.detach()
+    return [Mistake(torch.ones_like(x), *ALIASED),
+            Mistake(4 * x + 1, *ALIASED),
+            Mistake(torch.zeros_like(x), *ALIASED)]
+
+
+def g2_mistakes(x):
+    x = x.detach()
+    return [Mistake(4 * x + 1, *NOT_RESET)]
+
+
+@visible
+@points(2)
+def test_second_gradient_is_ones(student):
+    """g2 is all ones for x = [1.5, -0.5, 2.5]"""
+    x = torch.tensor([1.5, -0.5, 2.5], requires_grad=True)
+    g1, g2 = pair(student.call("two_gradients", x))
+    expect_close(g2, torch.ones(3), what="g2", mistakes=g2_mistakes(x))
+
+
+@points(2)
+def test_first_gradient_is_4x(student):
+    """g1 is still 4x when two_gradients returns"""
+    x = torch.randn(6).requires_grad_()
+    g1, g2 = pair(student.call("two_gradients", x))
+    expect_close(g1, 4 * x.detach(), what="g1", mistakes=g1_mistakes(x))
+
+
+@points(1)
+def test_x_grad_holds_second_gradient(student):
+    """x.grad holds the second gradient afterwards (float64 keeps its dtype)"""
+    x = torch.randn(5, dtype=torch.float64).requires_grad_()
+    call = student.call("two_gradients", x)
+    after = call.args[0]
+    expect_close(after.grad, torch.ones(5, dtype=torch.float64), what="x.grad", check_dtype=True,
+                 mistakes=g2_mistakes(x), hint=BY_HAND)
+    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
+                hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
+                          "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."),
+                message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
