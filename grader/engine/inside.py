@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -53,10 +54,11 @@ def main() -> None:
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
                                "uid": os.getuid()})
-    global _spare
-    _spare = _Child()
     files: dict[str, str] = {}
     while True:
+        if len(_spares) < SPARES and not _readable(requests):
+            _spares.append(_Child())  # only while idle: a waiting request goes first
+            continue
         try:
             header, blob = wire.read_frame(requests)
         except wire.Closed:
@@ -73,7 +75,7 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001 - stay up; the trusted side reports it
                 reply, raw = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}, b""
             wire.write_frame(replies, reply, raw)
-            _end_call(child)  # after replying: teardown and the next fork overlap the trusted side's work
+            _end_call(child)  # after replying: the cleanup overlaps the trusted side's work
         elif op == "reset":
             files = {}
             _reset()
@@ -114,16 +116,14 @@ def _warm_up() -> None:
 
 def _reset() -> None:
     """Between submissions: no process, no file of the last one survives."""
-    global _spare
-    if _spare is not None:
-        _spare.discard()
+    while _spares:
+        child = _spares.pop()
+        child.discard()
         if not IN_SANDBOX:
-            os.kill(_spare.pid, signal.SIGKILL)
-            os.waitpid(_spare.pid, 0)
-        _spare = None
+            os.kill(child.pid, signal.SIGKILL)
+            os.waitpid(child.pid, 0)
     _kill_everyone_else(None)
     _clean_tmp()
-    _spare = _Child()
 
 
 def _clean_tmp() -> None:
@@ -173,19 +173,23 @@ class _Child:
                 pass
 
 
-_spare: _Child | None = None
+# Forking a process with torch loaded costs 5-15 ms, so children are forked ahead,
+# while the warm process is idle. Each child still serves one call only.
+SPARES = 4
+_spares: list[_Child] = []
 
 
 def _take_child() -> _Child:
-    # Forking a process with torch loaded costs milliseconds, so the next child
-    # is forked ahead, while idle. Each child still serves one call only.
-    global _spare
-    child, _spare = _spare, None
-    if child is not None and _alive(child.pid):
-        return child
-    if child is not None:
+    while _spares:
+        child = _spares.pop(0)
+        if _alive(child.pid):
+            return child
         child.discard()
     return _Child()
+
+
+def _readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _alive(pid: int) -> bool:
@@ -286,7 +290,7 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
         if exited:
             # The child is gone; whatever holds the pipes now is a leftover. Take what is there.
             for fd in pipes:
-                while fd in sel.get_map() and select_ready(fd) and read(fd):
+                while fd in sel.get_map() and _readable(fd) and read(fd):
                     pass
             break
         left = deadline - time.monotonic()
@@ -307,11 +311,6 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
     state["result"] = b"" if state["too_large"] else bytes(result)
     state["output"] = bytes(output)
     return state
-
-
-def select_ready(fd: int) -> bool:
-    import select
-    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _kill_everyone_else(child: int | None) -> None:
@@ -348,11 +347,7 @@ def _reap_all(within: float) -> bool:
 
 
 def _end_call(pid: int | None) -> None:
-    """After a call: fork the next child first (the slow part, overlapping the old
-    child's teardown), then make sure nothing else is left running."""
-    global _spare
-    if _spare is None:
-        _spare = _Child()
+    """After a call: make sure nothing but us and the spare children is left running."""
     if not IN_SANDBOX:
         if pid is not None:
             try:
@@ -361,7 +356,7 @@ def _end_call(pid: int | None) -> None:
             except (ProcessLookupError, ChildProcessError):
                 pass
         return
-    keep = {os.getpid(), _spare.pid}
+    keep = {os.getpid()} | {child.pid for child in _spares}
     for _ in range(10_000):
         _reap_dead()
         others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
