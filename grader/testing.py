@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -37,7 +38,7 @@ from grader.engine.wire import StudentException, TensorState
 
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
-    "expect_close", "expect_true", "describe", "TensorState",
+    "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState",
 ]
 
 
@@ -230,6 +231,26 @@ def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) 
         except (RuntimeError, TypeError, ValueError):
             continue
     return None
+
+
+@contextmanager
+def hints_for_errors(hints: dict[str, Hint]):
+    """Name the misconception behind a known error of the student's code::
+
+        with hints_for_errors({"backward through the graph a second time": RETAIN_GRAPH}):
+            student.call("backward_twice", x)
+
+    The first key found in the exception's type or message picks the hint.
+    """
+    try:
+        yield
+    except StudentError as err:
+        text = f"{err.exception.type}: {err.exception.message}" if err.exception else err.detail
+        for needle, hint in hints.items():
+            if needle in text:
+                err.hint = hint
+                break
+        raise
 
 
 def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):

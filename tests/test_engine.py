@@ -121,3 +121,22 @@ def test_command_line_prints_json_and_exits_by_score(tmp_path):
     text = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "autograd-basics",
                            str(BASICS / "solution.py"), "--lang", "ko"], capture_output=True, text=True, cwd=ROOT)
     assert text.returncode == 0 and "6/6 points" in text.stdout
+
+
+def test_a_known_student_error_can_carry_the_hint_that_explains_it(tmp_path):
+    bundle = tmp_path / "twice"
+    (bundle / "tests").mkdir(parents=True)
+    (bundle / "exercise.toml").write_text('slug = "twice"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
+    for name in ("README.md", "starter.py", "solution.py"):
+        (bundle / name).write_text("")
+    (bundle / "tests" / "test_twice.py").write_text(
+        "import torch\n"
+        "from grader.testing import Hint, hints_for_errors, visible\n"
+        "@visible\n"
+        "def test_backward_twice(student):\n"
+        "    with hints_for_errors({'second time': Hint('use retain_graph=True', 'retain_graph=True')}):\n"
+        "        student.call('f', torch.ones(2, requires_grad=True))\n")
+    source = "def f(x):\n    y = (x * x).sum()\n    y.backward()\n    y.backward()\n"
+    test = grade(str(bundle), source).tests[0]
+    assert not test.passed and test.hint == "use retain_graph=True"
+    assert "RuntimeError" in test.message and "line 4" in test.message
