@@ -1,0 +1,466 @@
+"""Hostile submissions against the sandbox: one per file in tests/attacks/.
+
+Each test grades an attack against the attack-target exercise (tests/fixtures/exercises/:
+1 s per call, 6 s per submission, 256 MiB) and checks that it earned no point an honest
+answer would not, that its report leaks nothing of the trusted side, that none of its
+processes outlives the grade, and that the next submission is graded correctly.
+
+A test marked xfail(strict=True) shows a weakness the engine still has; its reason says
+which. Once the engine is fixed the test passes, strict xfail reports that as a failure,
+and the marker can go.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.engine import grading
+from grader.engine.report import Report
+
+TESTS = Path(__file__).resolve().parent
+ATTACKS = TESTS / "attacks"
+TARGET = TESTS / "fixtures" / "exercises" / "attack-target"
+SOLUTION = (TESTS.parent / "exercises" / "autograd-basics" / "solution.py").read_text(encoding="utf-8")
+
+# What no report may contain: lines of the hidden tests, the hidden test's inputs and
+# expected values (as describe() would show them, four significant digits), the
+# reference solution, and files of the grader's machine.
+HIDDEN_SOURCE = (TARGET / "tests" / "test_attack_target.py").read_text(encoding="utf-8")
+HIDDEN_X = next(ast.literal_eval(line.split("=", 1)[1]) for line in HIDDEN_SOURCE.splitlines()
+                if line.startswith("HIDDEN_X ="))
+HIDDEN_VALUES = [f"{abs(v):.4g}" for v in HIDDEN_X + [4 * v for v in HIDDEN_X]]
+OUTSIDE = ["REFERENCE-SOLUTION-MARKER-5d1c", "root:x:0:0:", 'name = "autograd-grader"']
+SECRET = "s3cr3t-value-8e21"
+
+# Attacks that freeze the sandbox's own processes; the test thaws them after this many
+# seconds so that a weakness costs seconds, not the engine's 20 s grace period.
+THAW_AFTER = {"stop_process_group": 4.0}
+
+
+# ------------------------------------------------------------------ helpers
+
+@dataclass
+class Graded:
+    name: str
+    source: str
+    report: Report
+    seconds: float
+    restarted: bool      # the warm sandbox process died and had to be started again
+    thawed: bool         # the test had to SIGCONT frozen sandbox processes
+    stray: list[str]     # processes of the sandbox still running below the warm process
+
+
+_graded: dict[str, Graded] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_sandbox_per_module():
+    grading.shutdown()
+    yield
+    grading.shutdown()
+
+
+def graded(target, name: str) -> Graded:
+    """tests/attacks/<name>.py, graded once per test run: tests of one attack share it."""
+    if name not in _graded:
+        _graded[name] = grade_attack(target, name)
+    return _graded[name]
+
+
+def grade_attack(target, name: str) -> Graded:
+    source = (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
+    sandbox = grading.sandbox_for(False)
+    sandbox.start()
+    starts = sandbox.starts
+    uid = sandbox.config.sandbox_uid
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["report"] = grading.grade(target, source)
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the test
+            outcome["error"] = exc
+
+    started = time.monotonic()
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(THAW_AFTER.get(name))
+    thawed = worker.is_alive()
+    while worker.is_alive():
+        for pid, _, _ in processes(uid):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        worker.join(0.5)
+    seconds = time.monotonic() - started
+    if "error" in outcome:
+        raise outcome["error"]
+    restarted = grading.sandbox_for(False) is not sandbox or sandbox.starts != starts or not sandbox.alive
+    return Graded(name, source, outcome["report"], seconds, restarted, thawed, stray_processes(uid))
+
+
+def processes(uid: int) -> list[tuple[int, int, str]]:
+    """(pid, parent pid, command line) of this machine's processes running as uid."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid:
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append((int(entry), int(fields["PPid"]), command))
+    return found
+
+
+def stray_processes(uid: int, wait: float = 3.0) -> list[str]:
+    """Processes of the sandbox that are neither its warm process nor an idle spare child.
+
+    The warm process runs as the sandbox uid under bubblewrap (root). It may keep children
+    forked ahead for the next calls: direct children with its command line, blocked reading
+    their request pipe. Any other process of the sandbox uid is something a submission left.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        running = processes(uid)
+        ours = {pid for pid, _, _ in running}
+        warm = {pid: cmd for pid, parent, cmd in running if parent not in ours}
+        stray = [f"{pid} {cmd}" for pid, parent, cmd in running
+                 if parent in ours and not (parent in warm and cmd == warm[parent] and _waits_on_pipe(pid))]
+        if not stray or time.monotonic() > deadline:
+            return stray
+        time.sleep(0.1)
+
+
+def _waits_on_pipe(pid: int) -> bool:
+    try:
+        return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+def processes_with(marker: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes() if entry.isdigit() else b""
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(entry + " " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in strings(k) + strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+def report_text(report: Report, *, output: bool = True) -> str:
+    data = report.to_dict()
+    if not output:
+        data.pop("output")
+    return "\n".join(strings(data))
+
+
+def leaks(report: Report, attack_source: str = "") -> list[str]:
+    """What the report shows that it must not (the attack's own lines excepted)."""
+    text = report_text(report)
+    own = {line.strip() for line in attack_source.splitlines()}
+    hidden_lines = [line.strip() for line in HIDDEN_SOURCE.splitlines()
+                    if len(line.strip()) >= 16 and line.strip() not in own]
+    return [s for s in hidden_lines + HIDDEN_VALUES + OUTSIDE if s in text]
+
+
+def message(report: Report, visible: bool) -> str:
+    return next(t.message or "" for t in report.tests if t.visible == visible)
+
+
+def assert_next_submission_grades(target) -> None:
+    report = grading.grade(target, SOLUTION)
+    assert (report.status, report.score, report.max_score) == ("graded", 2, 2), report.render()
+
+
+def assert_contained(g: Graded, target, *, honest: bool = False, check_leaks: bool = True) -> None:
+    """No undeserved point, nothing leaked, nothing left running, the next grade is right.
+
+    honest: the attack also computes the right answer, so it keeps full marks.
+    """
+    report = g.report
+    if honest:
+        assert report.score == report.max_score, report.render()
+    else:
+        assert report.score == 0, report.render()
+    if check_leaks:
+        assert leaks(report, g.source) == [], report.render()
+    assert g.stray == []
+    assert_next_submission_grades(target)
+
+
+# ------------------------------------------------------------------ cheating
+
+def test_monkeypatched_checks_and_builtins_do_not_reach_the_hidden_tests(target):
+    g = graded(target, "monkeypatch_checks")
+    assert g.report.status == "graded"
+    # The real expect_close ran in the trusted process and saw the zeros.
+    assert "expected shape (3,)" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("name", ["os_exit_at_import", "sys_exit_at_import",
+                                  "os_exit_in_call", "sys_exit_in_call"])
+def test_exiting_with_status_zero_earns_nothing(target, name):
+    g = graded(target, name)
+    assert g.report.status == "graded"
+    shown = message(g.report, visible=True)
+    assert "ended its process" in shown or "SystemExit" in shown, shown
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_forged_test_output_shows_only_as_printed_output(target):
+    g = graded(target, "forged_output")
+    report = g.report
+    assert report.score == 0 and all(not t.passed for t in report.tests)
+    assert "2 passed in 0.01s" in report.output and '"score": 2' in report.output
+    rest = report_text(report, output=False)
+    for forged in ("PASSED", "passed in", "FORGED", '"score": 2'):
+        assert forged not in rest
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("name", ["always_equal", "lying_tensor"])
+def test_values_that_claim_to_equal_anything_earn_nothing(target, name):
+    g = graded(target, name)
+    assert g.report.status == "graded"
+    assert "cannot be graded" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+# ------------------------------------------------------------------ secrets
+
+def test_guessing_paths_finds_neither_hidden_tests_nor_solution(target):
+    g = graded(target, "read_hidden_files")
+    assert "SEARCHED" in g.report.output  # it did run its search
+    assert_contained(g, target)
+
+
+@pytest.mark.slow  # starts a sandbox of its own
+def test_grader_environment_never_reaches_the_sandbox(target, monkeypatch):
+    monkeypatch.setenv("GRADER_TEST_SECRET", SECRET)
+    grading.shutdown()  # the next sandbox starts while the secret is in this process's environment
+    g = grade_attack(target, "read_environment")
+    assert "ENVIRONMENT" in g.report.output
+    assert SECRET not in g.report.to_json() and "GRADER_TEST_SECRET" not in g.report.to_json()
+    assert_contained(g, target)
+
+
+def test_network_is_unreachable_from_the_sandbox(target):
+    g = graded(target, "network")
+    attempts = [line for line in g.report.output.splitlines() if line.startswith("NETWORK ")]
+    assert len(attempts) == 10, g.report.output
+    assert all(": BLOCKED " in line for line in attempts), attempts
+    assert_contained(g, target, honest=True)
+
+
+@pytest.mark.xfail(strict=True, reason="/tmp is cleaned per submission, not per call: a hidden "
+                   "call can leave its inputs in a file that a later visible call prints")
+def test_hidden_inputs_cannot_be_carried_into_a_visible_test(target):
+    g = graded(target, "stash_hidden_inputs")
+    assert leaks(g.report, g.source) == []
+
+
+def test_carrying_hidden_inputs_in_tmp_earns_nothing_more(target):
+    g = graded(target, "stash_hidden_inputs")
+    assert "STASHED INPUTS:" in g.report.output
+    assert_contained(g, target, honest=True, check_leaks=False)
+
+
+@pytest.mark.xfail(strict=True, reason="a hidden test's message shows the student's exception "
+                   "type name, which the student makes up: it can spell out the hidden inputs")
+def test_hidden_inputs_cannot_leak_through_an_exception_class_name(target):
+    g = graded(target, "exception_name_leak")
+    assert leaks(g.report, g.source) == []
+
+
+def test_made_up_exception_classes_earn_nothing(target):
+    g = graded(target, "exception_name_leak")
+    assert_contained(g, target, check_leaks=False)
+
+
+# ------------------------------------------------------------------ resources
+
+@pytest.mark.slow
+def test_fork_bomb_is_contained_and_next_submission_grades(target):
+    g = graded(target, "fork_bomb")
+    assert g.report.status == "time_limit"
+    assert g.seconds < target.limits.submission_seconds + 2
+    assert_contained(g, target)
+
+
+def test_memory_bomb_hits_the_memory_limit_and_the_warm_process_survives(target):
+    g = graded(target, "memory_bomb")
+    assert g.report.status == "memory_limit"
+    assert "memory limit exceeded (256 MiB" in message(g.report, visible=True)
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["endless_loop", "sleep_forever"])
+def test_running_forever_hits_the_time_limit(target, name):
+    g = graded(target, name)
+    assert g.report.status == "time_limit"
+    assert "time limit exceeded (1 s per call)" in message(g.report, visible=True)
+    assert g.seconds < 2 * target.limits.call_seconds + 2
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_huge_file_is_cut_at_the_file_size_limit_and_gone_afterwards(target, grade_file):
+    g = graded(target, "huge_file")
+    line = next(line for line in g.report.output.splitlines() if line.startswith("HUGE-FILE"))
+    size = int(re.search(r"size=(\d+)", line).group(1))
+    assert size <= target.limits.file_mb << 20 and "File too large" in line, line
+    assert_contained(g, target, honest=True)
+    after = grade_file(ATTACKS / "look_for_leftovers.py")
+    assert "huge-file-attack.bin" not in after.output and "LEFTOVER tmp:" in after.output
+
+
+def test_files_left_in_tmp_are_gone_for_the_next_submission(target, grade_file):
+    g = grade_attack(target, "leave_shared_memory")
+    after = grade_file(ATTACKS / "look_for_leftovers.py")
+    assert "LEFTOVER tmp:" in after.output
+    assert "left-by-an-earlier-submission.txt" not in after.output, after.output
+    assert_contained(g, target, honest=True)
+
+
+@pytest.mark.xfail(strict=True, reason="the sandbox's IPC namespace lives as long as the warm "
+                   "process: System V shared memory outlives the submission that made it")
+def test_shared_memory_left_behind_is_gone_for_the_next_submission(target, grade_file):
+    grade_file(ATTACKS / "leave_shared_memory.py")
+    after = grade_file(ATTACKS / "look_for_leftovers.py")
+    assert "LEFT-BY-AN-EARLIER-SUBMISSION" not in after.output, after.output
+
+
+@pytest.mark.xfail(strict=True, reason="/tmp is a tmpfs of unbounded size (half the machine's "
+                   "memory), not counted against the call's memory limit")
+def test_files_in_tmp_count_against_the_memory_limit(target):
+    g = graded(target, "fill_tmp")
+    stored = int(re.search(r"stored_mib=(\d+)", g.report.output).group(1))
+    assert stored <= target.limits.memory_mb
+
+
+def test_filling_tmp_earns_nothing_more(target):
+    g = graded(target, "fill_tmp")
+    assert "FILL-TMP" in g.report.output
+    assert_contained(g, target, honest=True)
+
+
+def test_printing_megabytes_is_truncated(target):
+    g = graded(target, "print_megabytes")
+    report = g.report
+    assert report.output_truncated
+    assert 0 < len(report.output.encode()) <= target.limits.output_kb << 10
+    assert_contained(g, target, honest=True)
+
+
+def test_huge_tensor_result_is_refused_without_harm(target):
+    g = graded(target, "huge_tensor")
+    assert g.report.status == "memory_limit"  # the hidden call's 1 GiB
+    shown = message(g.report, visible=True)  # the visible call's 65 MiB
+    assert "out of memory" in shown or "returned too much data" in shown, shown
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_flooding_the_result_pipe_is_cut_at_the_result_limit(target):
+    g = graded(target, "flood_result_pipe")
+    assert "returned more than 64 MiB" in message(g.report, visible=True)
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_forged_result_frame_earns_nothing(target):
+    g = graded(target, "deep_json_frame")
+    assert_contained(g, target)
+
+
+@pytest.mark.xfail(strict=True, reason="wire.unpack lets json's RecursionError through: the "
+                   "student's forged frame is reported as a bug in the exercise's own tests")
+def test_forged_result_frame_is_blamed_on_the_student(target):
+    g = graded(target, "deep_json_frame")
+    assert g.report.warnings == []
+    assert "not a result" in message(g.report, visible=True)
+
+
+# ------------------------------------------------------------------ processes
+
+@pytest.mark.parametrize("name", ["kill_parent", "kill_process_group", "kill_everything",
+                                  pytest.param("limit_the_warm_process", marks=pytest.mark.slow)])
+def test_attacking_the_parent_process_earns_nothing_and_leaves_nothing_running(target, name):
+    g = graded(target, name)
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("name", ["kill_parent", "kill_process_group", "kill_everything"])
+def test_signalling_the_parent_cannot_kill_the_warm_sandbox(target, name):
+    g = graded(target, name)
+    assert not g.restarted
+    assert g.report.status == "graded"
+
+
+@pytest.mark.xfail(strict=True, reason="the call's process runs as the warm process's uid in its "
+                   "PID namespace, so prlimit(getppid(), ...) lowers the warm process's own limits: "
+                   "RLIMIT_CPU kills it, and the student's attack is reported as sandbox_error")
+def test_lowering_the_warm_process_limits_cannot_kill_it(target):
+    g = graded(target, "limit_the_warm_process")
+    assert not g.restarted
+    assert g.report.status == "graded"
+
+
+@pytest.mark.slow
+def test_stopping_the_parent_is_cut_off_at_the_time_limit(target):
+    g = graded(target, "stop_process_group")
+    assert not g.thawed, "the grade was still running %.0f s later" % THAW_AFTER["stop_process_group"]
+    assert g.report.status == "time_limit"
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+@pytest.mark.slow
+def test_background_process_does_not_survive_the_grade(target):
+    g = graded(target, "background_process")
+    assert re.search(r"BACKGROUND daemons running: [1-9]", g.report.output)  # it did start one
+    marker = "GRADER-ATTACK-BACKGROUND-3c9d"
+    deadline = time.monotonic() + 3
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # and nothing comes back a moment later
+    assert processes_with(marker) == []
+    assert_contained(g, target, honest=True)
+
+
+def test_every_attack_file_is_graded_by_a_test():
+    source = Path(__file__).read_text(encoding="utf-8")
+    unused = [p.stem for p in sorted(ATTACKS.glob("*.py")) if f'"{p.stem}' not in source]
+    assert unused == []
