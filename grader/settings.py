@@ -22,7 +22,8 @@ class Settings:
     # "bwrap" is the only safe choice; "none" runs submissions unconfined and
     # every report produced that way says so.
     sandbox: str
-    sandbox_uid: int
+    sandbox_uid: int  # the warm process's uid; calls run as sandbox_uid + 1
+    sandbox_tmp_mb: int  # size of the sandbox's /tmp (memory)
     device: str  # "auto", "cpu" or "cuda": what this worker may use
 
     @classmethod
@@ -31,7 +32,8 @@ class Settings:
         return cls(
             exercises_dir=Path(os.environ.get("GRADER_EXERCISES_DIR", REPO_ROOT / "exercises")),
             sandbox="none" if unsafe else "bwrap",
-            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + os.getpid() % 3000)),
+            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 2 * (os.getpid() % 2000))),
+            sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
             device=os.environ.get("GRADER_DEVICE", "auto"),
         )
 

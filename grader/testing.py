@@ -25,6 +25,7 @@ report.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import random
 from contextlib import contextmanager
@@ -92,6 +93,12 @@ class Feedback(AssertionError):
         self.hint = hint
 
 
+_KNOWN_EXCEPTIONS = frozenset(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+) | {"OutOfMemoryError", "GradcheckError"}
+
+
 class StudentError(Feedback):
     """The student's code did not return: it raised, ran out of time or memory, or exited."""
 
@@ -124,7 +131,9 @@ class StudentError(Feedback):
         en, _ = self.KINDS.get(self.kind, self.KINDS["crash"])
         line = ""
         if self.exception is not None:
-            line = f": {self.exception.type}"
+            # The class name is the student's to choose, so only well-known ones are shown.
+            name = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
+            line = f": {name}"
             if self.exception.traceback:
                 line += f" at line {self.exception.traceback[-1][0]} of submission.py"
         elif self.kind in ("timeout", "memory", "too_large", "refused"):

@@ -93,7 +93,8 @@ class _Channel:
         lim = exercise.limits
         self.limits = Limits(timeout=lim.call_seconds, memory_bytes=lim.memory_mb << 20,
                              file_bytes=lim.file_mb << 20, output_bytes=lim.output_kb << 10,
-                             result_bytes=lim.result_mb << 20, processes=lim.processes)
+                             result_bytes=lim.result_mb << 20, processes=lim.processes,
+                             tmp_bytes=min(4 * (lim.file_mb << 20), lim.memory_mb << 20))
 
     def call(self, module: str, function: str, args: list, kwargs: dict) -> CallOutcome:
         if self.refuse:
@@ -110,6 +111,10 @@ class _Channel:
             limits = Limits(**{**limits.__dict__, "timeout": left})
         outcome = self.sandbox.call(self.files, function, args, kwargs, module=module, limits=limits,
                                     device=self.device, block=self.exercise.block)
+        if outcome.error is not None:
+            # Lines the submission does not have are made up (compile() with a false name).
+            lines = self.files["submission.py"].count("\n") + 1
+            outcome.error.traceback = [f for f in outcome.error.traceback if 0 < f[0] <= lines]
         if outcome.kind == "timeout":
             self.limit = self.limit or "time_limit"
         elif outcome.kind == "memory":

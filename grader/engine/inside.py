@@ -86,16 +86,97 @@ def main() -> None:
             wire.write_frame(replies, {"ok": False, "error": f"unknown op {op!r}"})
 
 
+_CHILD_UID: int | None = None  # the uid calls run as, when it differs from ours
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_CLONE_NEWUSER = 0x10000000
+
+
 def _become_sandbox_user() -> None:
+    """Started by root (privileged bubblewrap): mount a size-capped /tmp, then drop
+    to two unprivileged uids outside any user namespace. We run as A and keep B as
+    our saved uid; each call's child becomes B for good. RLIMIT_NPROC then holds, files
+    owned by root stay unreadable, and a child cannot prlimit or ptrace us (uids differ)."""
+    global _CHILD_UID
     uid = int(os.environ.pop("GRADER_SANDBOX_UID", "0") or 0)
+    tmp_bytes = int(os.environ.pop("GRADER_TMP_BYTES", "0") or 0)
     if os.getuid() == 0 and uid:
-        # Started by root: drop to an unprivileged uid outside any user namespace,
-        # so RLIMIT_NPROC applies and root-owned files stay unreadable.
+        if tmp_bytes and IN_SANDBOX:
+            options = f"size={tmp_bytes},mode=1777".encode()
+            if _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+                raise SystemExit(f"cannot mount /tmp (errno {ctypes.get_errno()})")
+        child = uid + 1
         os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
+        os.setresgid(uid, uid, child)
+        os.setresuid(uid, uid, child)
+        _CHILD_UID = child
     if os.getuid() == 0 and os.environ.get("GRADER_ALLOW_ROOT") != "1":
         raise SystemExit("refusing to run submissions as root")
+
+
+class _as_child_user:
+    """Touch the scratch files as the children's uid, so that they can use them and we
+    can remove whatever they make."""
+
+    def __enter__(self):
+        if _CHILD_UID is not None:
+            os.setegid(_CHILD_UID)
+            os.seteuid(_CHILD_UID)
+
+    def __exit__(self, *exc):
+        if _CHILD_UID is not None:
+            os.seteuid(os.getuid())
+            os.setegid(os.getgid())
+
+
+def _become_child_user(limits: dict) -> None:
+    """The child's own walls, before any student code: the children's uid, and (inside
+    the sandbox) a user, IPC and mount namespace of its own with a private /tmp of
+    bounded size, the work folder read-only, no further user namespaces (through which
+    an unbounded tmpfs could be mounted), and no capabilities left."""
+    if _CHILD_UID is not None:
+        os.setresgid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
+        os.setresuid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
+    if not IN_SANDBOX:
+        return
+    uid, gid = os.getuid(), os.getgid()
+    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
+    _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
+    work = os.open(WORK, os.O_RDONLY | os.O_DIRECTORY)
+    size = int(limits.get("tmp_bytes", 64 << 20))
+    _check(_libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                       f"size={size},mode=1777".encode()), "private /tmp")
+    os.mkdir(WORK)
+    _check(_libc.mount(f"/proc/self/fd/{work}".encode(), WORK.encode(), None, _MS_BIND, None), "work")
+    _check(_libc.mount(None, WORK.encode(), None,
+                       _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None), "read-only work")
+    os.close(work)
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+        fh.write("0")
+    _drop_capabilities()
+
+
+def _check(result: int, step: str) -> None:
+    if result != 0:
+        os.write(2, f"sandbox: could not isolate the call ({step}: {os.strerror(ctypes.get_errno())})\n".encode())
+        os._exit(74)
+
+
+def _drop_capabilities() -> None:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _check(_libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "drop capabilities")
 
 
 def _warm_up() -> None:
@@ -119,11 +200,14 @@ def _reset() -> None:
     while _spares:
         child = _spares.pop()
         child.discard()
-        if not IN_SANDBOX:
+        try:  # a submission may have killed it already (and we reaped it)
             os.kill(child.pid, signal.SIGKILL)
             os.waitpid(child.pid, 0)
-    _kill_everyone_else(None)
-    _clean_tmp()
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    _end_call(None)
+    with _as_child_user():
+        _clean_tmp()
 
 
 def _clean_tmp() -> None:
@@ -139,12 +223,14 @@ def _clean_tmp() -> None:
 
 
 def _prepare_workdir(files: dict[str, str]) -> None:
-    # A fresh copy per call: an earlier call may have rewritten these files.
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
-    for name, text in files.items():
-        with open(os.path.join(WORK, name), "w", encoding="utf-8") as fh:
-            fh.write(text)
+    # An empty scratch space per call: a hidden test's call must not leave its inputs
+    # for a visible one to print, and an earlier call may have rewritten these files.
+    with _as_child_user():
+        _clean_tmp()
+        os.makedirs(WORK)
+        for name, text in files.items():
+            with open(os.path.join(WORK, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
 
 
 class _Child:
@@ -160,6 +246,8 @@ class _Child:
                 for fd in (self.req_w, self.res_r, self.out_r):
                     os.close(fd)
                 _inner(req_r, res_w, out_w)
+            except BaseException as exc:  # noqa: BLE001 - our bug, not the student's: say so
+                os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
             finally:
                 os._exit(71)
         for fd in (req_r, res_w, out_w):
@@ -223,12 +311,13 @@ def _call(request: dict, blob: bytes, files: dict[str, str]) -> tuple[dict, byte
         # time limit) for it to finish on its own, then end everything.
         if not status["timeout"] and not _wait_exit(pidfd, started + timeout):
             status["timeout"] = True
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        with _as_child_user():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         _, code, usage = os.wait4(pid, 0)
-        _kill_everyone_else(pid)
+        _end_call(None)
         pid = None
         if os.WIFSIGNALED(code):
             status["signal"] = os.WTERMSIG(code)
@@ -313,61 +402,34 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
     return state
 
 
-def _kill_everyone_else(child: int | None) -> None:
-    """End every process of the sandbox but us: the child and all it left behind."""
+def _end_call(pid: int | None) -> None:
+    """After a call: make sure nothing but us and the spare children is left running."""
     if IN_SANDBOX:
-        # We are PID 1 of our own namespace: -1 reaches every other process in it.
-        # Repeat until none is left, in case a fork bomb forked during a round.
-        for _ in range(1000):
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            if _reap_all(within=0.05):
-                return
-    elif child is not None:
+        _sweep()
+    elif pid is not None:
         try:
-            os.killpg(child, signal.SIGKILL)  # unsandboxed: the child's own session
-        except (ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # unsandboxed: the child's own session
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
             pass
 
 
-def _reap_all(within: float) -> bool:
-    """Reap dead children; True once none is left."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if pid == 0:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.0005)
-
-
-def _end_call(pid: int | None) -> None:
-    """After a call: make sure nothing but us and the spare children is left running."""
-    if not IN_SANDBOX:
-        if pid is not None:
-            try:
-                os.killpg(pid, signal.SIGKILL)  # unsandboxed: the child's own session
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        return
+def _sweep() -> None:
+    """Kill every process of the sandbox but us and the spare children, however many a
+    fork bomb keeps making. As PID 1 of our namespace we see them all in /proc."""
     keep = {os.getpid()} | {child.pid for child in _spares}
-    for _ in range(10_000):
-        _reap_dead()
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
-        if not others:
-            return
-        for other in others:
-            try:
-                os.kill(other, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.0002)
+    with _as_child_user():  # their uid, so that we may signal them
+        for _ in range(10_000):
+            _reap_dead()
+            others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+            if not others:
+                return
+            for other in others:
+                try:
+                    os.kill(other, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.0002)
 
 
 def _reap_dead() -> None:
@@ -420,6 +482,7 @@ def _inner(req_r: int, res_w: int, out_w: int) -> None:
     except wire.WireError:
         os._exit(73)
     os.close(req_r)
+    _become_child_user(request.get("limits", {}))
     device = request.get("device", "cpu")
     _set_limits(request.get("limits", {}), device)
     os.chdir(WORK)

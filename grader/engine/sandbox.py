@@ -9,6 +9,7 @@ or stops answering, the call in flight fails and the next call starts a new one.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import shutil
 import signal
@@ -23,6 +24,8 @@ from typing import Any
 
 from grader.engine import wire
 from grader.settings import Settings, settings as load_settings
+
+log = logging.getLogger(__name__)
 
 GRADER_PACKAGE = Path(__file__).resolve().parent.parent
 SANDBOX_GRADER = "/opt/grader"
@@ -44,6 +47,7 @@ class Limits:
     output_bytes: int = 64 << 10     # printed output kept per call (the rest is counted)
     result_bytes: int = 64 << 20     # largest returned value, encoded
     processes: int = 32
+    tmp_bytes: int = 64 << 20        # the call's private /tmp (memory, beside memory_bytes)
 
     def to_wire(self) -> dict:
         return dict(self.__dict__)
@@ -68,8 +72,13 @@ class CallOutcome:
     wall_ms: float = 0.0
 
 
-def bwrap_command(python: str, *, cuda: bool, uid: int) -> list[str]:
-    """The bubblewrap command line for one warm process."""
+def bwrap_command(python: str, *, cuda: bool, uid: int, tmp_bytes: int = 512 << 20) -> list[str]:
+    """The bubblewrap command line for one warm process.
+
+    As root, bubblewrap runs privileged with three capabilities, which the warm process
+    uses to mount a /tmp of ``tmp_bytes`` and to drop to the uids ``uid`` (itself) and
+    ``uid + 1`` (the calls) before it reads any request; it keeps none of them.
+    """
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--hostname", "sandbox"]
@@ -77,7 +86,7 @@ def bwrap_command(python: str, *, cuda: bool, uid: int) -> list[str]:
         # Privileged bwrap without a user namespace, so that the warm process can
         # drop to a real unprivileged uid (RLIMIT_NPROC then holds) and nothing
         # owned by root outside looks like ours inside.
-        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SYS_ADMIN"]
     else:
         cmd += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
     for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -100,7 +109,7 @@ def bwrap_command(python: str, *, cuda: bool, uid: int) -> list[str]:
             "--chdir", "/tmp", "--clearenv"]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "GRADER_IN_SANDBOX": "1", "GRADER_SANDBOX_UID": str(uid)}
+           "GRADER_IN_SANDBOX": "1", "GRADER_SANDBOX_UID": str(uid), "GRADER_TMP_BYTES": str(tmp_bytes)}
     if cuda:
         for node in sorted(glob.glob("/dev/nvidia*")):
             cmd += ["--dev-bind", node, node]
@@ -166,7 +175,8 @@ class Sandbox:
                     "bubblewrap is not installed, so submissions cannot be sandboxed. "
                     "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
                     "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
-            cmd = bwrap_command(python, cuda=self.cuda, uid=self.config.sandbox_uid)
+            cmd = bwrap_command(python, cuda=self.cuda, uid=self.config.sandbox_uid,
+                                tmp_bytes=self.config.sandbox_tmp_mb << 20)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = "/"
         self._stderr = tempfile.TemporaryFile()
@@ -229,7 +239,9 @@ class Sandbox:
             self._proc.stdin.flush()
             return wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
                                    max_blob=max_blob, deadline=time.monotonic() + timeout)
-        except (OSError, wire.WireError):
+        except (OSError, wire.WireError) as exc:
+            time.sleep(0.05)  # let a dying warm process finish its last words
+            log.warning("sandbox failed (%s); its last output: %s", exc, self._stderr_text()[-2000:])
             self.close()
             raise
 

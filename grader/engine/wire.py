@@ -307,8 +307,8 @@ def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
         raise WireError(f"frame too large ({head_len} + {blob_len} bytes)")
     try:
         header = json.loads(_read_exact(fd, head_len, deadline))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise WireError("frame header is not JSON") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise WireError("frame header is not JSON (or nested too deeply)") from None
     if type(header) is not dict:
         raise WireError("frame header is not an object")
     return header, _read_exact(fd, blob_len, deadline)
@@ -325,8 +325,8 @@ def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]
         raise WireError("frame length does not match its contents")
     try:
         header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len])
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise WireError("frame header is not JSON") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise WireError("frame header is not JSON (or nested too deeply)") from None
     if type(header) is not dict:
         raise WireError("frame header is not an object")
     return header, data[_PREFIX.size + head_len:]
