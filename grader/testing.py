@@ -122,9 +122,11 @@ class StudentError(Feedback):
         self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
         where = f" in {function}()"
         full = f"{en}{where}" + (f": {detail}" if detail else "")
+        full_ko = f"{function}(): {ko}" + (f" ({detail})" if detail else "")
         if exception is not None:
             full += "\n" + exception.format()
-        super().__init__(full, message_ko=f"{function}(): {ko}" + (f" ({detail})" if detail else ""))
+            full_ko += "\n" + exception.format()
+        super().__init__(full, message_ko=full_ko)
 
     def short(self) -> str:
         """What a hidden test may show: no exception message (it could echo hidden inputs)."""

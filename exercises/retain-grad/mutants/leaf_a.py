@@ -1,0 +1,19 @@
+# Makes a a leaf of its own so it gets a .grad without retain_grad(): the graph from x is cut.
+import torch
+
+
+def intermediate_grads(x):
+    a = (2 * x + 10).detach().requires_grad_()
+    b = 3 * a
+    b.retain_grad()
+    c = 2 * b
+    c.sum().backward()
+    return {"x": x.grad, "a": a.grad, "b": b.grad}
+
+
+def graph_facts(x):
+    a = (2 * x + 10).detach().requires_grad_()
+    b = 3 * a
+    return {name: {"is_leaf": t.is_leaf, "requires_grad": t.requires_grad,
+                   "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None}
+            for name, t in (("x", x), ("a", a), ("b", b))}

@@ -1,0 +1,20 @@
+# Calls retain_grad() only after backward(): the gradients have already gone by.
+import torch
+
+
+def intermediate_grads(x):
+    a = 2 * x + 10
+    b = 3 * a
+    c = 2 * b
+    c.sum().backward()
+    a.retain_grad()
+    b.retain_grad()
+    return {"x": x.grad, "a": a.grad, "b": b.grad}
+
+
+def graph_facts(x):
+    a = 2 * x + 10
+    b = 3 * a
+    return {name: {"is_leaf": t.is_leaf, "requires_grad": t.requires_grad,
+                   "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None}
+            for name, t in (("x", x), ("a", a), ("b", b))}

@@ -1,0 +1,97 @@
+import torch
+
+from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+
+RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first one had already freed: as it "
+                    "goes, backward() releases the values the graph saved for it (here x, kept by x ** 3). "
+                    "Keep them with the first call: y.backward(retain_graph=True), then y.backward(). "
+                    "retain_graph=True on the second call comes too late; it would only keep the graph for "
+                    "a third.",
+                    "두 번째 backward()가 첫 번째 backward()에서 이미 해제된 그래프를 지나갔습니다. backward()는 "
+                    "진행하면서 그래프가 저장해 둔 값(여기서는 x ** 3이 보관한 x)을 해제합니다. 첫 번째 호출에서 "
+                    "보존하세요: y.backward(retain_graph=True) 다음에 y.backward(). 두 번째 호출에 "
+                    "retain_graph=True를 주면 너무 늦습니다. 세 번째 호출을 위해 그래프를 남길 뿐입니다.")
+
+EMPTY = Hint("x.grad is empty after the call: the gradient was not left there by y.backward(). "
+             "torch.autograd.grad returns gradients without storing them in x.grad, and a formula stores "
+             "nothing. Call y.backward() twice and return x.grad.",
+             "호출이 끝난 뒤 x.grad가 비어 있습니다. y.backward()로 기울기를 남기지 않았습니다. "
+             "torch.autograd.grad는 기울기를 x.grad에 저장하지 않고 반환만 하며, 식으로 계산한 값은 아무것도 "
+             "저장하지 않습니다. y.backward()를 두 번 호출하고 x.grad를 반환하세요.")
+
+IMPLICIT = Hint("backward() was called on a y that is not a scalar. Sum it first: y = (x ** 3).sum().",
+                "스칼라가 아닌 y에 backward()를 호출했습니다. 먼저 합을 구하세요: y = (x ** 3).sum().")
+
+STILL_LEAF = Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
+                  "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요.")
+
+ERRORS = {"backward through the graph a second time": RETAIN_GRAPH, "only for scalar outputs": IMPLICIT}
+
+
+def mistakes(x):
+    x = x.detach()
+    return [
+        Mistake(3 * x ** 2,
+                "x.grad holds 3x², the gradient of a single backward pass. The point of this exercise is "
+                "that two backward() calls on one graph add up in x.grad: do not clear x.grad between them "
+                "(no x.grad.zero_(), no x.grad = None), and make sure backward() really runs twice.",
+                "x.grad가 3x², 즉 역전파 한 번의 기울기입니다. 이 문제의 요점은 한 그래프에서 backward()를 두 번 "
+                "호출하면 x.grad에 더해진다는 것입니다. 두 호출 사이에 x.grad를 비우지 말고(x.grad.zero_()도, "
+                "x.grad = None도 안 됩니다) backward()가 실제로 두 번 실행되게 하세요."),
+        Mistake(9 * x ** 2,
+                "x.grad holds 9x²: backward() ran three times, and each run added 3x². Call it exactly twice.",
+                "x.grad가 9x²입니다. backward()가 세 번 실행되어 매번 3x²이 더해졌습니다. 정확히 두 번 "
+                "호출하세요."),
+        Mistake(lambda t: t.dim() == 0,
+                "You returned a scalar, the value of y. Return x.grad, the accumulated gradient.",
+                "스칼라인 y의 값을 반환했습니다. 누적된 기울기인 x.grad를 반환하세요."),
+    ]
+
+
+def run(student, x):
+    with hints_for_errors(ERRORS):
+        return student.call("backward_twice", x)
+
+
+def expect_leaf(after):
+    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
+                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+
+
+@visible
+@points(2)
+def test_gradient_is_6x2(student):
+    """returns 6x² for x = [1, -2, 0.5]"""
+    x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    call = run(student, x)
+    expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", mistakes=mistakes(x))
+
+
+@points(2)
+def test_x_grad_holds_both_passes(student):
+    """after the call, x.grad holds both passes added up, 6x²"""
+    x = torch.randn(6).requires_grad_()
+    after = run(student, x).args[0]
+    expect_close(after.grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x), hint=EMPTY)
+    expect_leaf(after)
+
+
+@points(1)
+def test_float64_matrix(student):
+    """works on a float64 matrix and keeps its dtype"""
+    x = torch.randn(3, 2, dtype=torch.float64).requires_grad_()
+    call = run(student, x)
+    expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", check_dtype=True,
+                 mistakes=mistakes(x))
+    expect_close(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", check_dtype=True, mistakes=mistakes(x),
+                 hint=EMPTY)
+
+
+@points(1)
+def test_other_lengths(student):
+    """works for a single element and for a longer vector"""
+    for n in (1, 40):
+        x = (torch.rand(n) * 4 - 2).requires_grad_()
+        call = run(student, x)
+        expect_close(call.value, 6 * x.detach() ** 2, what=f"backward_twice(x) for {n} elements",
+                     mistakes=mistakes(x))
