@@ -162,14 +162,18 @@ class Student:
     def call(self, function: str, *args, **kwargs) -> Call:
         return self._run("submission", function, args, kwargs)
 
-    def probe(self, function: str, *args, **kwargs) -> Call:
-        """Run a function of the exercise's probes.py (it may drive the student's code)."""
-        return self._run("probes", function, args, kwargs)
+    def probe(self, function: str, *args, for_function: str | None = None, **kwargs) -> Call:
+        """Run a function of the exercise's probes.py (it may drive the student's code).
 
-    def _run(self, module, function, args, kwargs) -> Call:
+        ``for_function`` names what the student wrote (``"Softplus"``), so that an error
+        is reported against it rather than against the probe the student never saw.
+        """
+        return self._run("probes", function, args, kwargs, for_function)
+
+    def _run(self, module, function, args, kwargs, shown_as=None) -> Call:
         outcome = self._channel.call(module, function, list(args), dict(kwargs))
         if outcome.kind != "ok":
-            raise StudentError(outcome.kind, function, outcome.detail, outcome.error)
+            raise StudentError(outcome.kind, shown_as or function, outcome.detail, outcome.error)
         return Call(outcome.value, outcome.args, outcome.kwargs, outcome.output)
 
 

@@ -1,0 +1,18 @@
+# Calls backward() on the vector f(a) itself instead of on f(a).sum().
+import torch
+
+
+def f(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    if b.sum() > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+
+def grad_of_f(a):
+    f(a).backward()
+    return a.grad

@@ -1,0 +1,18 @@
+# Loops while b.norm() <= 1000: one extra doubling when the norm lands exactly on 1000.
+import torch
+
+
+def f(a):
+    b = a * 2
+    while b.norm() <= 1000:
+        b = b * 2
+    if b.sum() > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+
+def grad_of_f(a):
+    f(a).sum().backward()
+    return a.grad

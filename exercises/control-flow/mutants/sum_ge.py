@@ -1,0 +1,18 @@
+# Tests b.sum() >= 0: a sum of exactly 0 takes the wrong branch.
+import torch
+
+
+def f(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    if b.sum() >= 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+
+def grad_of_f(a):
+    f(a).sum().backward()
+    return a.grad
