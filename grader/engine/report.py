@@ -43,6 +43,14 @@ class Report:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def without_timings(self) -> dict:
+        """The report as a dict, less what varies from run to run (durations)."""
+        data = self.to_dict()
+        data.pop("duration_ms")
+        for test in data["tests"]:
+            test.pop("duration_ms")
+        return data
+
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
 

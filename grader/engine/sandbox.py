@@ -261,7 +261,9 @@ class Sandbox:
             if self._loaded != files or not self.alive:
                 self._request({"op": "load", "files": files}, timeout=30)
                 self._loaded = dict(files)
-            tree, blob = wire.encode({"args": _plain(list(args)), "kwargs": _plain(dict(kwargs))})
+            # TensorState from an earlier call becomes a tensor again.
+            sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
+            tree, blob = wire.encode(sent)
             request = {"op": "call", "module": module, "function": function,
                        "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
                        "limits": limits.to_wire(), "device": device, "block": list(block)}
@@ -278,19 +280,6 @@ def _die_with_parent() -> None:
     # bwrap's --die-with-parent, for the unsandboxed development mode.
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-def _plain(value: Any) -> Any:
-    """Tensors to send: TensorState from an earlier call becomes a tensor again."""
-    if isinstance(value, wire.TensorState):
-        return wire.to_sandbox(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:

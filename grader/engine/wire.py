@@ -248,7 +248,7 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
 
 
 def to_sandbox(value: Any) -> Any:
-    """Inverse of decode for the sandbox side: TensorState/tensors become real tensors."""
+    """Inverse of decode: each TensorState becomes a tensor again (other values stay)."""
     if isinstance(value, TensorState):
         t = value.data.clone()
         if value.requires_grad:
