@@ -82,12 +82,11 @@ def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
             shutil.copytree(exercise.tests_dir, work / "tests")
             (work / "tests" / "conftest.py").write_text(NAIVE_CONFTEST)
             (work / "submission.py").write_text(source)
-            cmd = bwrap_command(sys.executable, cuda=False, uid=uid)
-            split = cmd.index("--")
-            cmd = (cmd[:split] + ["--ro-bind", str(work), "/opt/naive",
-                                  "--setenv", "PYTHONPATH", "/opt/grader:/opt/naive", "--"]
-                   + [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                      "-p", "grader.testing", "/opt/naive/tests"])
+            cmd = bwrap_command(cuda=False, uid=uid,
+                                extra=["--ro-bind", str(work), "/opt/naive",
+                                       "--setenv", "PYTHONPATH", "/opt/grader:/opt/naive"],
+                                argv=["-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                      "-p", "grader.testing", "/opt/naive/tests"])
             start = time.perf_counter()
             run = subprocess.run(cmd, capture_output=True, text=True)
             times.append((time.perf_counter() - start) * 1000)

@@ -570,6 +570,8 @@ def _block(path: str) -> None:
     if isinstance(target, types.ModuleType):
         class Blocked(types.ModuleType):
             def __getattr__(self, name):
+                # RuntimeError, not AttributeError: `from torch.func import jacrev` must
+                # say why, not report a name that is not there.
                 raise RuntimeError(message)
         sys.modules[path] = Blocked(path)
         parent = importlib.import_module(module_name)

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 GRADER_PACKAGE = Path(__file__).resolve().parent.parent
 SANDBOX_GRADER = "/opt/grader"
+SANDBOX_VENV = "/opt/venv"
 
 
 def _boot(grader_parent: str) -> str:
@@ -72,12 +73,22 @@ class CallOutcome:
     wall_ms: float = 0.0
 
 
-def bwrap_command(python: str, *, cuda: bool, uid: int, tmp_bytes: int = 512 << 20) -> list[str]:
+def sandbox_python() -> str:
+    """The path of this process's Python as the sandbox sees it."""
+    if sys.prefix == sys.base_prefix:
+        return sys.executable
+    return os.path.join(SANDBOX_VENV, os.path.relpath(sys.executable, sys.prefix))
+
+
+def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
+                  argv: list[str] | None = None, extra: list[str] = ()) -> list[str]:
     """The bubblewrap command line for one warm process.
 
     As root, bubblewrap runs privileged with three capabilities, which the warm process
     uses to mount a /tmp of ``tmp_bytes`` and to drop to the uids ``uid`` (itself) and
     ``uid + 1`` (the calls) before it reads any request; it keeps none of them.
+    ``argv`` replaces the warm process's arguments to Python (the benchmark's baseline
+    runs pytest instead), ``extra`` adds bubblewrap options.
     """
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -97,12 +108,13 @@ def bwrap_command(python: str, *, cuda: bool, uid: int, tmp_bytes: int = 512 << 
             cmd += ["--ro-bind", path, path]
     for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
         cmd += ["--ro-bind-try", path, path]
-    python_homes = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
-    for home in sorted(python_homes):
-        if not home.startswith("/usr/"):
-            cmd += ["--ro-bind", home, home]
-    if os.path.realpath(sys.prefix) != sys.prefix:
-        cmd += ["--symlink", os.path.realpath(sys.prefix), sys.prefix]
+    base = os.path.realpath(sys.base_prefix)
+    if not base.startswith("/usr/"):
+        cmd += ["--ro-bind", base, base]  # where the virtual environment says its Python is
+    if sys.prefix != sys.base_prefix:
+        # At a fixed place: the checkout may be anywhere, /tmp included, which the
+        # sandbox replaces with its own.
+        cmd += ["--ro-bind", os.path.realpath(sys.prefix), SANDBOX_VENV]
     cmd += ["--ro-bind", str(GRADER_PACKAGE), f"{SANDBOX_GRADER}/grader"]
     cmd = _with_open_parents(cmd)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
@@ -120,7 +132,8 @@ def bwrap_command(python: str, *, cuda: bool, uid: int, tmp_bytes: int = 512 << 
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    return cmd + ["--", python, "-I", "-B", "-c", _boot(SANDBOX_GRADER)]
+    argv = argv if argv is not None else ["-I", "-B", "-c", _boot(SANDBOX_GRADER)]
+    return cmd + list(extra) + ["--", sandbox_python(), *argv]
 
 
 def _with_open_parents(cmd: list[str]) -> list[str]:
@@ -175,7 +188,7 @@ class Sandbox:
                     "bubblewrap is not installed, so submissions cannot be sandboxed. "
                     "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
                     "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
-            cmd = bwrap_command(python, cuda=self.cuda, uid=self.config.sandbox_uid,
+            cmd = bwrap_command(cuda=self.cuda, uid=self.config.sandbox_uid,
                                 tmp_bytes=self.config.sandbox_tmp_mb << 20)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = "/"

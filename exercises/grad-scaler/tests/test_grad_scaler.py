@@ -1,0 +1,321 @@
+import torch
+
+from grader.testing import Feedback, Hint, Mistake, TensorState, expect_close, points, visible
+
+TWICE = ("The gradients were divided by the scale twice in one step. unscale_() must remember that it "
+         "already ran in this step: a second call does nothing, and step() only unscales when unscale_() "
+         "has not been called since the last update().",
+         "한 스텝에서 기울기를 scale로 두 번 나누었습니다. unscale_()는 이번 스텝에서 이미 실행되었음을 "
+         "기억해야 합니다. 두 번째 호출은 아무것도 하지 않고, step()은 마지막 update() 이후 unscale_()가 "
+         "호출되지 않았을 때만 unscale합니다.")
+
+NO_SKIP = ("optimizer.step() ran although a gradient was inf or nan, so the parameters became nan. When "
+           "unscale_() finds a non-finite gradient, step() must skip optimizer.step() and return False.",
+           "기울기에 inf나 nan이 있었는데도 optimizer.step()이 실행되어 파라미터가 nan이 되었습니다. "
+           "unscale_()가 유한하지 않은 기울기를 찾으면 step()은 optimizer.step()을 건너뛰고 False를 "
+           "반환해야 합니다.")
+
+EVERY_STEP = ("The scale grew after every clean step. It should grow only after growth_interval clean steps "
+              "in a row: count the clean steps, multiply by growth_factor when the count reaches "
+              "growth_interval, then start counting again from 0.",
+              "깨끗한 스텝마다 scale이 커졌습니다. scale은 연속으로 growth_interval번 깨끗한 스텝이 지난 "
+              "뒤에만 커져야 합니다. 깨끗한 스텝을 세다가 growth_interval에 이르면 growth_factor를 곱하고 "
+              "0부터 다시 세세요.")
+
+KEEPS_COUNT = ("After an overflow the scale grew too early: backing off did not reset the count of clean "
+               "steps. When inf or nan is found, multiply the scale by backoff_factor and set the growth "
+               "counter back to 0.",
+               "오버플로 뒤에 scale이 너무 일찍 커졌습니다. backoff할 때 깨끗한 스텝 수를 초기화하지 "
+               "않았습니다. inf나 nan을 찾으면 scale에 backoff_factor를 곱하고 성장 카운터를 0으로 "
+               "되돌리세요.")
+
+NOT_UNSCALED = ("The parameters moved by the scale factor too much: step() called optimizer.step() on "
+                "gradients that were still scaled. When unscale_() was not called in this step, step() must "
+                "unscale the gradients itself before optimizer.step().",
+                "파라미터가 scale 배만큼 너무 많이 움직였습니다. step()이 아직 스케일된 기울기로 "
+                "optimizer.step()을 호출했습니다. 이번 스텝에서 unscale_()가 호출되지 않았다면 step()이 "
+                "optimizer.step() 전에 직접 기울기를 unscale해야 합니다.")
+
+NO_BACKOFF = ("The scale did not go down after an overflow: update() must multiply it by backoff_factor "
+              "whenever the step found inf or nan.",
+              "오버플로 뒤에 scale이 줄지 않았습니다. 스텝에서 inf나 nan을 찾았다면 update()가 scale에 "
+              "backoff_factor를 곱해야 합니다.")
+
+SCALE_LOSS = Hint("scale(loss) must return the loss multiplied by the current scale (get_scale()).",
+                  "scale(loss)는 손실에 현재 scale(get_scale())을 곱한 값을 반환해야 합니다.")
+
+INITIAL = Hint("Right after construction get_scale() must return init_scale.",
+               "생성 직후 get_scale()은 init_scale을 반환해야 합니다.")
+
+STEP_BOOL = Hint("step(optimizer) must return True when optimizer.step() ran and False when it was skipped.",
+                 "step(optimizer)는 optimizer.step()을 실행했으면 True, 건너뛰었으면 False를 반환해야 합니다.")
+
+A_NUMBER = Hint("get_scale() must return the scale as a number (a float).",
+                "get_scale()은 scale을 숫자(float)로 반환해야 합니다.")
+
+
+# ------------------------------------------------------------------ the same steps, run here
+
+def build_model(seed, sizes):
+    torch.default_generator.manual_seed(seed)  # the CPU generator: the model is built on the CPU
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+class KnownMistake:
+    """A scaler written here that updates its scale wrongly in one known way (or never skips a step):
+    only for naming the mistake, never for expected values."""
+
+    def __init__(self, mistake, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.mistake = mistake
+        self.current, self.growth, self.backoff, self.interval = float(init_scale), growth_factor, \
+            backoff_factor, growth_interval
+        self.tracker, self.unscaled, self.found_inf = 0, False, False
+
+    def get_scale(self):
+        return self.current
+
+    def scale(self, loss):
+        return loss * self.current
+
+    def unscale_(self, optimizer):
+        if self.unscaled:
+            raise RuntimeError("unscale_() already ran in this step")
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        self.found_inf = not all(bool(torch.isfinite(g).all()) for g in grads)
+        with torch.no_grad():
+            for g in grads:
+                g.mul_(1.0 / self.current)
+        self.unscaled = True
+
+    def step(self, optimizer):
+        if not self.unscaled:
+            self.unscale_(optimizer)
+        if self.found_inf and self.mistake != "no_skip":
+            return False
+        optimizer.step()
+        return True
+
+    def update(self):
+        if self.found_inf:
+            self.current *= self.backoff
+            if self.mistake != "keeps_count":
+                self.tracker = 0
+        elif self.mistake == "grows_every_step":
+            self.current *= self.growth
+        else:
+            self.tracker += 1
+            if self.tracker == self.interval:
+                self.current *= self.growth
+                self.tracker = 0
+        self.unscaled = self.found_inf = False
+
+
+def flat(tensors):
+    return torch.cat([t.detach().reshape(-1) for t in tensors]).clone()
+
+
+def trusted_run(spec, mistake=None):
+    """The test's steps with torch.amp.GradScaler (or a scaler making `mistake`), run here."""
+    model = build_model(spec["seed"], spec["sizes"])
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=spec["lr"])
+    calls = []
+    plain_step = optimizer.step
+    optimizer.step = lambda *a, **k: (calls.append(1), plain_step(*a, **k))[1]
+    if mistake is None:
+        scaler = torch.amp.GradScaler("cpu", **spec["scaler"])
+    else:
+        scaler = KnownMistake(mistake, **spec["scaler"])
+    scales, stepped, after, grads = [scaler.get_scale()], [], [flat(params)], []
+    for step in spec["steps"]:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(spec["x"]), spec["y"]) * step["mult"]
+        if step.get("inject"):
+            loss = loss * float(step["inject"])
+        scaler.scale(loss).backward()
+        if step.get("unscale", 0):
+            scaler.unscale_(optimizer)  # torch refuses a second call in the same step; it changes nothing
+        grads.append(flat([p.grad for p in params]) if step.get("unscale", 0) else None)
+        before = len(calls)
+        scaler.step(optimizer)
+        stepped.append(float(len(calls) > before))
+        scaler.update()
+        scales.append(scaler.get_scale())
+        after.append(flat(params))
+    # scales[i] and params[i] are those before step i + 1; the last entry is after the last step.
+    return {"scales": torch.tensor(scales, dtype=torch.float64), "stepped": torch.tensor(stepped),
+            "params": torch.stack(after), "grads": grads}
+
+
+SCALE_MISTAKES = {"grows_every_step": EVERY_STEP, "keeps_count": KEEPS_COUNT, "no_skip": NO_SKIP}
+
+
+def like(wrong, hint, rtol, atol):
+    """A known wrong value, worked out (by calling `wrong`) only when a check has already failed."""
+    def matches(actual):
+        value = wrong()
+        return value.shape == actual.shape and bool(torch.allclose(
+            actual.double(), value.double(), rtol=rtol, atol=atol, equal_nan=True))
+    return Mistake(matches, *hint)
+
+
+def moved_by(before, delta, hint):
+    """Parameters that moved from `before` by about `delta` (an update of the wrong size)."""
+    def matches(actual):
+        return actual.shape == before.shape and bool(torch.allclose(
+            actual.double() - before.double(), delta.double(), rtol=0.05, atol=1e-7))
+    return Mistake(matches, *hint)
+
+
+def step(mult=1.0, inject=None, unscale=0):
+    return {"mult": mult, "inject": inject, "unscale": unscale}
+
+
+def make_spec(seed, sizes, samples, lr, scaler, steps):
+    return {"seed": seed, "sizes": sizes, "x": torch.randn(samples, sizes[0]),
+            "y": torch.randn(samples, sizes[-1]), "lr": lr, "scaler": scaler, "steps": steps}
+
+
+# ------------------------------------------------------------------ reading what came back
+
+def number(value, what, hint=A_NUMBER):
+    if isinstance(value, TensorState) and value.data.numel() == 1:
+        return float(value.data.reshape(()))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    kind = value["unsupported"] if isinstance(value, dict) else type(value).__name__
+    raise Feedback(f"{what} should be a number; got a {kind}", hint, f"{what}은(는) 숫자여야 합니다 ({kind})")
+
+
+def flag(value):
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, TensorState) and value.data.numel() == 1 and value.data.dtype == torch.bool:
+        return float(bool(value.data.reshape(())))
+    kind = value["unsupported"] if isinstance(value, dict) else type(value).__name__
+    raise Feedback(f"step(optimizer) should return True or False; it returned {kind}", STEP_BOOL,
+                   f"step(optimizer)는 True 또는 False를 반환해야 합니다 ({kind} 반환)")
+
+
+def tensor_of(value, what, hint=None):
+    if isinstance(value, TensorState):
+        return value.data
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(float(value))
+    raise Feedback(f"{what} should be a tensor; got {type(value).__name__}", hint,
+                   f"{what}은(는) 텐서여야 합니다")
+
+
+def check_steps(student, spec):
+    result = student.probe("run_scaler", spec).value
+    records = result["records"]
+    expected = trusted_run(spec)
+    cache = {}
+
+    def known(name):
+        if name not in cache:
+            cache[name] = trusted_run(spec, name)
+        return cache[name]
+
+    init_scale = spec["scaler"].get("init_scale", 2.0**16)
+    initial = number(result["initial_scale"], "get_scale() before the first step", INITIAL)
+    expect_close(torch.tensor(initial), torch.tensor(init_scale), what="get_scale() before the first step",
+                 hint=INITIAL)
+
+    # scale(loss) multiplies by the scaler's own current scale
+    own = [initial] + [number(r["scale"], "get_scale()") for r in records[:-1]]
+    for i, (record, current) in enumerate(zip(records, own)):
+        scaled = tensor_of(record["scaled_loss"], "scale(loss)", SCALE_LOSS)
+        loss = record["loss"].data
+        expect_close(scaled.double().reshape(-1), (loss * current).double().reshape(-1),
+                     what=f"scale(loss) at step {i + 1}", rtol=1e-6, atol=0, hint=SCALE_LOSS,
+                     mistakes=[Mistake(loss, SCALE_LOSS.en, SCALE_LOSS.ko)])
+
+    scales = torch.tensor([number(r["scale"], "get_scale()") for r in records], dtype=torch.float64)
+    right = expected["scales"][1:]
+    no_backoff = Mistake(lambda t: bool((t[1:] >= t[:-1]).all()) and bool((right[1:] < right[:-1]).any()),
+                         *NO_BACKOFF)
+    expect_close(scales, right, what="the scale after each update()", rtol=1e-6, atol=0,
+                 mistakes=[like(lambda name=name: known(name)["scales"][1:], hint, 1e-6, 0)
+                           for name, hint in SCALE_MISTAKES.items()] + [no_backoff])
+
+    stepped = torch.tensor([flag(r["stepped"]) for r in records])
+    expect_close(stepped, expected["stepped"], what="what step() returned (1 = True, 0 = False)",
+                 mistakes=[Mistake(torch.ones_like(stepped), *NO_SKIP)], hint=STEP_BOOL)
+
+    # step by step: the first step that goes wrong says what went wrong
+    for i, record in enumerate(records):
+        scale = expected["scales"][i].float()
+        want = expected["grads"][i]
+        if want is not None and bool(torch.isfinite(want).all()):
+            got = tensor_of(record["unscaled_grads"], "the gradients after unscale_()")
+            expect_close(got, want, what=f"the gradients after unscale_() at step {i + 1}", rtol=1e-4, atol=1e-7,
+                         mistakes=[Mistake(want / scale, *TWICE)])
+        before, after = expected["params"][i], expected["params"][i + 1]
+        delta = after - before
+        wrong = [Mistake(lambda t: not bool(torch.isfinite(t).all()), *NO_SKIP)]
+        if bool(delta.abs().sum()):
+            wrong += [moved_by(before, delta / scale, TWICE), moved_by(before, delta * scale, NOT_UNSCALED)]
+        expect_close(tensor_of(record["params"], "the parameters"), after,
+                     what=f"the parameters after step {i + 1}", rtol=1e-4, atol=1e-6, mistakes=wrong)
+
+
+# ------------------------------------------------------------------ tests
+
+@visible
+@points(2)
+def test_clean_steps_match_torch(student):
+    """five clean steps: the scale doubles every 2 steps and the parameters match torch's GradScaler"""
+    spec = make_spec(seed=5, sizes=[3, 2], samples=6, lr=0.1,
+                     scaler={"init_scale": 2.0**10, "growth_interval": 2}, steps=[step() for _ in range(5)])
+    check_steps(student, spec)
+
+
+@points(2)
+def test_skips_step_on_inf_or_nan(student):
+    """skips optimizer.step() and backs off when a gradient is inf or nan"""
+    spec = make_spec(seed=31, sizes=[4, 3, 2], samples=5, lr=0.05,
+                     scaler={"init_scale": 2.0**8, "growth_interval": 3},
+                     steps=[step(), step(inject="inf"), step(0.5), step(inject="nan"), step(), step(2.0)])
+    check_steps(student, spec)
+
+
+@points(2)
+def test_backoff_resets_growth_counter(student):
+    """after a backoff, growth waits for growth_interval new clean steps"""
+    spec = make_spec(seed=8, sizes=[3, 3, 1], samples=4, lr=0.1,
+                     scaler={"init_scale": 2.0**12, "growth_interval": 3},
+                     steps=[step(), step(), step(inject="inf"), step(), step(), step(), step()])
+    check_steps(student, spec)
+
+
+@points(2)
+def test_unscale_divides_once(student):
+    """unscale_() before step() divides once per step, even when called twice"""
+    spec = make_spec(seed=77, sizes=[2, 4, 2], samples=6, lr=0.1,
+                     scaler={"init_scale": 2.0**9, "growth_interval": 2},
+                     steps=[step(unscale=1), step(2.0, unscale=2), step(0.5), step(unscale=2)])
+    check_steps(student, spec)
+
+
+@points(1)
+def test_custom_factors(student):
+    """uses growth_factor, backoff_factor and growth_interval as given"""
+    spec = make_spec(seed=123, sizes=[3, 1], samples=5, lr=0.1,
+                     scaler={"init_scale": 2.0**6, "growth_factor": 4.0, "backoff_factor": 0.25,
+                             "growth_interval": 2},
+                     steps=[step(), step(), step(inject="inf"), step(unscale=1), step(), step()])
+    check_steps(student, spec)
+
+
+@points(1)
+def test_overflow_from_huge_loss(student):
+    """default settings: a huge loss overflows the scaled gradients and the step is skipped"""
+    spec = make_spec(seed=4, sizes=[4, 2], samples=3, lr=0.05, scaler={},
+                     steps=[step(), step(1e36), step(), step(1e36, unscale=1), step(3.0)])
+    check_steps(student, spec)
