@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader.engine import grading
 from grader.engine.report import Report
+from grader.engine.sandbox import Sandbox
 
 TESTS = Path(__file__).resolve().parent
 ATTACKS = TESTS / "attacks"
@@ -356,6 +358,22 @@ def test_shared_memory_left_behind_is_gone_for_the_next_submission(target, grade
     grade_file(ATTACKS / "leave_shared_memory.py")
     after = grade_file(ATTACKS / "look_for_leftovers.py")
     assert "LEFT-BY-AN-EARLIER-SUBMISSION" not in after.output, after.output
+
+
+def test_a_child_finds_no_trace_of_an_earlier_calls_inputs_in_its_memory(target):
+    # Enough hidden calls that the children forked ahead are used up and new ones are
+    # forked after the hidden inputs passed through the warm process; then a scan.
+    source = (ATTACKS / "scan_memory.py").read_text()
+    sandbox = Sandbox()
+    try:
+        hidden = torch.tensor(HIDDEN_X, dtype=torch.float64, requires_grad=True)
+        for _ in range(8):
+            assert sandbox.call({"submission.py": source}, "grad_2xtx", [hidden], {}).kind == "ok"
+        time.sleep(0.5)  # idle: the warm process forks its next children now
+        scan = sandbox.call({"submission.py": source}, "grad_2xtx", [torch.ones(3, requires_grad=True)], {})
+    finally:
+        sandbox.close()
+    assert "SCAN-MEMORY found=0" in scan.output, scan.output
 
 
 def test_files_in_tmp_count_against_the_memory_limit(target):

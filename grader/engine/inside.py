@@ -54,30 +54,36 @@ def main() -> None:
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
                                "uid": os.getuid()})
-    files: dict[str, str] = {}
+    # What passes through here (hidden inputs, results, submissions) is held only in
+    # bytearrays that are wiped after use: freed memory keeps its bytes, and every
+    # child forked later would inherit them.
+    files: list[tuple[str, int, int]] = []
+    sources = bytearray()
     while True:
         if len(_spares) < SPARES and not _readable(requests):
             _spares.append(_Child())  # only while idle: a waiting request goes first
             continue
         try:
-            header, blob = wire.read_frame(requests)
+            header, blob = wire.read_frame_into(requests)
         except wire.Closed:
             return
         op = header.get("op")
         if op == "load":
-            files = {name: text for name, text in header.get("files", {}).items()
-                     if isinstance(name, str) and "/" not in name and isinstance(text, str)}
+            wire.wipe(sources)
+            sources, files = blob, _file_table(header.get("files"), len(blob))
             wire.write_frame(replies, {"ok": True})
         elif op == "call":
-            child = None
+            child, parts = None, []
             try:
-                reply, raw, child = _call(header, blob, files)
+                reply, parts, child = _call(header, blob, files, sources)
             except Exception as exc:  # noqa: BLE001 - stay up; the trusted side reports it
-                reply, raw = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}, b""
-            wire.write_frame(replies, reply, raw)
+                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+            wire.write_frame_parts(replies, reply, parts)
+            wire.wipe(blob, *parts)
             _end_call(child)  # after replying: the cleanup overlaps the trusted side's work
         elif op == "reset":
-            files = {}
+            wire.wipe(sources)
+            sources, files = bytearray(), []
             _reset()
             wire.write_frame(replies, {"ok": True})
         elif op == "exit":
@@ -86,12 +92,24 @@ def main() -> None:
             wire.write_frame(replies, {"ok": False, "error": f"unknown op {op!r}"})
 
 
+def _file_table(table, size: int) -> list[tuple[str, int, int]]:
+    """[[name, length], ...] over the blob -> [(name, start, end)], names without paths."""
+    files, start = [], 0
+    for entry in table if isinstance(table, list) else []:
+        if (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                and entry[0].endswith(".py") and "/" not in entry[0] and isinstance(entry[1], int)
+                and 0 <= entry[1] <= size - start):
+            files.append((entry[0], start, start + entry[1]))
+            start += entry[1]
+    return files
+
+
 _CHILD_UID: int | None = None  # the uid calls run as, when it differs from ours
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
+_CLONE_NEWUSER = 0x10000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
-_CLONE_NEWUSER = 0x10000000
 
 
 def _become_sandbox_user() -> None:
@@ -222,15 +240,20 @@ def _clean_tmp() -> None:
             pass
 
 
-def _prepare_workdir(files: dict[str, str]) -> None:
+def _prepare_workdir(files: list[tuple[str, int, int]], sources: bytearray) -> None:
+    from grader.engine import wire
     # An empty scratch space per call: a hidden test's call must not leave its inputs
     # for a visible one to print, and an earlier call may have rewritten these files.
+    view = memoryview(sources)
     with _as_child_user():
         _clean_tmp()
         os.makedirs(WORK)
-        for name, text in files.items():
-            with open(os.path.join(WORK, name), "w", encoding="utf-8") as fh:
-                fh.write(text)
+        for name, start, end in files:
+            fd = os.open(os.path.join(WORK, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                wire.write_all(fd, view[start:end])
+            finally:
+                os.close(fd)
 
 
 class _Child:
@@ -287,26 +310,29 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _call(request: dict, blob: bytes, files: dict[str, str]) -> tuple[dict, bytes, int | None]:
-    limits = request.get("limits", {})
+def _call(header: dict, request: bytearray, files, sources) -> tuple[dict, list, int | None]:
+    """Hand ``request`` (the child's own frame, opaque here) to a fresh child and collect
+    what it prints and returns. Returns the reply, its blob parts (output, then the
+    result frame) and the child's pid if it is still to be cleaned up."""
+    limits = header.get("limits", {})
     timeout = float(limits.get("timeout", 5))
     max_result = int(limits.get("result_bytes", 64 << 20))
     max_output = int(limits.get("output_bytes", 64 << 10))
-    _prepare_workdir(files)
+    _prepare_workdir(files, sources)
 
     from grader.engine import wire
     child = _take_child()
     started = time.monotonic()
     pidfd = os.pidfd_open(child.pid)
     try:
-        wire.write_frame(child.req_w, request, blob)
+        wire.write_all(child.req_w, request)
     except BrokenPipeError:
         pass  # it died already; how is told below
     os.close(child.req_w)
     drained = _drain(child.res_r, child.out_r, pidfd, max_result, max_output, deadline=started + timeout)
     status = {"timeout": drained["timeout"], "exit": None, "signal": None}
     pid: int | None = child.pid
-    if drained["timeout"] or drained["too_large"] or not drained["result"]:
+    if drained["timeout"] or drained["too_large"] or not drained["result_bytes"]:
         # No usable result: how the child ended is the feedback. Wait (within the
         # time limit) for it to finish on its own, then end everything.
         if not status["timeout"] and not _wait_exit(pidfd, started + timeout):
@@ -325,15 +351,16 @@ def _call(request: dict, blob: bytes, files: dict[str, str]) -> tuple[dict, byte
             status["exit"] = os.WEXITSTATUS(code)
         status["cpu_ms"] = round((usage.ru_utime + usage.ru_stime) * 1000, 2)
     os.close(pidfd)
+    output = drained["output"]
     reply = {
         "ok": True,
         "status": status,
         "wall_ms": round((time.monotonic() - started) * 1000, 2),
-        "output": drained["output"].decode("utf-8", "replace"),
+        "output_len": len(output),
         "output_bytes": drained["output_total"],
         "result_too_large": drained["too_large"],
     }
-    return reply, drained["result"], pid
+    return reply, [output, *drained["result"]], pid
 
 
 def _wait_exit(pidfd: int, deadline: float) -> bool:
@@ -342,35 +369,48 @@ def _wait_exit(pidfd: int, deadline: float) -> bool:
         return bool(sel.select(max(0.0, deadline - time.monotonic())))
 
 
+_CHUNK = 1 << 16
+
+
 def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int, deadline: float) -> dict:
-    """Read the child's result and output until both end, the child exits, or time runs out."""
+    """Read the child's result and output until both end, the child exits, or time runs out.
+
+    Everything lands in place in bytearrays (the result in 64 KiB chunks), to be wiped."""
     sel = selectors.DefaultSelector()
     sel.register(res_r, selectors.EVENT_READ)
     sel.register(out_r, selectors.EVENT_READ)
     sel.register(pidfd, selectors.EVENT_READ)
-    result, output = bytearray(), bytearray()
-    state = {"too_large": False, "output_total": 0, "timeout": False}
+    chunks: list[bytearray] = []
+    output, scratch = bytearray(max_output), bytearray(_CHUNK)
+    state = {"too_large": False, "output_total": 0, "timeout": False, "result_bytes": 0}
+    kept = 0
     exited = False
 
+    def close(fd: int) -> None:
+        sel.unregister(fd)
+        os.close(fd)
+
     def read(fd: int) -> bool:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            sel.unregister(fd)
-            os.close(fd)
-            return False
+        nonlocal kept
         if fd == res_r:
-            result.extend(chunk)
-            if len(result) > max_result:
+            if not chunks or state["result_bytes"] == len(chunks) * _CHUNK:
+                chunks.append(bytearray(_CHUNK))
+            used = state["result_bytes"] - (len(chunks) - 1) * _CHUNK
+            n = os.readv(fd, [memoryview(chunks[-1])[used:]])
+            state["result_bytes"] += n
+            if n and state["result_bytes"] > max_result:
                 state["too_large"] = True
-                result.clear()
-                sel.unregister(res_r)
-                os.close(res_r)  # the writer gets EPIPE and dies
+                close(res_r)  # the writer gets EPIPE and dies
                 return False
         else:
-            state["output_total"] += len(chunk)
-            if len(output) < max_output:
-                output.extend(chunk[: max_output - len(output)])
-        return True
+            room = memoryview(output)[kept:] if kept < max_output else memoryview(scratch)
+            n = os.readv(fd, [room])
+            state["output_total"] += n
+            if kept < max_output:
+                kept += n
+        if not n:
+            close(fd)
+        return bool(n)
 
     while True:
         pipes = [fd for fd in (res_r, out_r) if fd in sel.get_map()]
@@ -394,11 +434,18 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
                 read(key.fd)
     for fd in (res_r, out_r):
         if fd in sel.get_map():
-            sel.unregister(fd)
-            os.close(fd)
+            close(fd)
     sel.close()
-    state["result"] = b"" if state["too_large"] else bytes(result)
-    state["output"] = bytes(output)
+    from grader.engine import wire
+    wire.wipe(scratch)
+    if state["too_large"]:
+        wire.wipe(*chunks)
+        chunks, state["result_bytes"] = [], 0
+    elif chunks:
+        last = state["result_bytes"] - (len(chunks) - 1) * _CHUNK
+        chunks[-1] = memoryview(chunks[-1])[:last]  # a view: the chunk itself is wiped later
+    state["result"] = chunks
+    state["output"] = memoryview(output)[:kept]
     return state
 
 

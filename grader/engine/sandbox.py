@@ -272,16 +272,20 @@ class Sandbox:
              block: tuple[str, ...] = ()) -> CallOutcome:
         try:
             if self._loaded != files or not self.alive:
-                self._request({"op": "load", "files": files}, timeout=30)
+                encoded = [(name, text.encode("utf-8")) for name, text in files.items()]
+                self._request({"op": "load", "files": [[name, len(data)] for name, data in encoded]},
+                              b"".join(data for _, data in encoded), timeout=30)
                 self._loaded = dict(files)
             # TensorState from an earlier call becomes a tensor again.
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
             tree, blob = wire.encode(sent)
-            request = {"op": "call", "module": module, "function": function,
-                       "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
-                       "limits": limits.to_wire(), "device": device, "block": list(block)}
-            reply, raw = self._request(request, blob, timeout=limits.timeout + 20,
-                                       max_blob=limits.result_bytes + (1 << 20))
+            # The child's request travels inside ours: the warm process passes it on unread.
+            request = wire.pack({"module": module, "function": function,
+                                 "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
+                                 "limits": limits.to_wire(), "device": device, "block": list(block)}, blob)
+            reply, raw = self._request({"op": "call", "limits": limits.to_wire()}, request,
+                                       timeout=limits.timeout + 20,
+                                       max_blob=limits.result_bytes + limits.output_bytes + (1 << 20))
         except SandboxUnavailable:
             raise
         except (OSError, wire.WireError) as exc:
@@ -297,7 +301,10 @@ def _die_with_parent() -> None:
 
 def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
     status = reply.get("status") if isinstance(reply.get("status"), dict) else {}
-    out = CallOutcome("ok", output=str(reply.get("output", ""))[: limits.output_bytes],
+    kept = reply.get("output_len", 0)
+    kept = min(kept, len(raw), limits.output_bytes) if isinstance(kept, int) and kept > 0 else 0
+    output, raw = raw[:kept], raw[kept:]
+    out = CallOutcome("ok", output=output.decode("utf-8", "replace"),
                       output_bytes=int(reply.get("output_bytes", 0) or 0),
                       wall_ms=float(reply.get("wall_ms", 0) or 0))
     if reply.get("result_too_large"):

@@ -314,6 +314,61 @@ def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
     return header, _read_exact(fd, blob_len, deadline)
 
 
+def _readinto(fd: int, buf: bytearray) -> None:
+    view = memoryview(buf)
+    while view:
+        n = os.readv(fd, [view])
+        if n == 0:
+            raise Closed("the other side closed the channel")
+        view = view[n:]
+
+
+def read_frame_into(fd: int, *, max_header: int = 1 << 20, max_blob: int = 512 << 20) -> tuple[dict, bytearray]:
+    """Like read_frame, for the warm process: the blob is read in place into one
+    bytearray and no other copy of it is made, so that :func:`wipe` can erase it."""
+    prefix = bytearray(_PREFIX.size)
+    _readinto(fd, prefix)
+    head_len, blob_len = _PREFIX.unpack(prefix)
+    if head_len > max_header or blob_len > max_blob:
+        raise WireError(f"frame too large ({head_len} + {blob_len} bytes)")
+    head = bytearray(head_len)
+    _readinto(fd, head)
+    try:
+        header = json.loads(head)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise WireError("frame header is not JSON (or nested too deeply)") from None
+    if type(header) is not dict:
+        raise WireError("frame header is not an object")
+    blob = bytearray(blob_len)
+    _readinto(fd, blob)
+    return header, blob
+
+
+def write_all(fd: int, *parts) -> None:
+    """Write buffers in order without joining them (no extra copy)."""
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    while views:
+        n = os.writev(fd, views[:64])
+        while n:
+            if n >= len(views[0]):
+                n -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][n:]
+                n = 0
+
+
+def write_frame_parts(fd: int, header: dict, parts: list) -> None:
+    head = json.dumps(header, separators=(",", ":")).encode()
+    write_all(fd, _PREFIX.pack(len(head), sum(len(p) for p in parts)), head, *parts)
+
+
+def wipe(*buffers: bytearray) -> None:
+    """Overwrite buffers in place: freed memory keeps its bytes, and later forks inherit it."""
+    for buf in buffers:
+        buf[:] = bytes(len(buf))
+
+
 def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]:
     """Parse one frame from bytes already read (the zygote's result pipe)."""
     if len(data) < _PREFIX.size:
