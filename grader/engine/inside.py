@@ -14,6 +14,7 @@ Only this module and ``wire`` are imported inside the sandbox.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import resource
 import select
@@ -51,14 +52,17 @@ def main() -> None:
     import torch  # noqa: F401  (the point of being warm)
     from grader.engine import wire
     _warm_up()
+    # Everything imported so far stays as it is: a collection in a child then does not
+    # walk (and so copy, page by page) the whole inherited heap.
+    gc.collect()
+    gc.freeze()
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
                                "uid": os.getuid()})
-    # What passes through here (hidden inputs, results, submissions) is held only in
+    # What passes through here (hidden inputs, results, printed output) is held only in
     # bytearrays that are wiped after use: freed memory keeps its bytes, and every
-    # child forked later would inherit them.
-    files: list[tuple[str, int, int]] = []
-    sources = bytearray()
+    # child forked later would inherit them. Submissions travel inside each call's
+    # request, so nothing of one submission stays here for the next to find.
     while True:
         if len(_spares) < SPARES and not _readable(requests):
             _spares.append(_Child())  # only while idle: a waiting request goes first
@@ -68,40 +72,22 @@ def main() -> None:
         except wire.Closed:
             return
         op = header.get("op")
-        if op == "load":
-            wire.wipe(sources)
-            sources, files = blob, _file_table(header.get("files"), len(blob))
-            wire.write_frame(replies, {"ok": True})
-        elif op == "call":
+        if op == "call":
             child, parts = None, []
             try:
-                reply, parts, child = _call(header, blob, files, sources)
+                reply, parts, child = _call(header, blob)
             except Exception as exc:  # noqa: BLE001 - stay up; the trusted side reports it
                 reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
             wire.write_frame_parts(replies, reply, parts)
             wire.wipe(blob, *parts)
             _end_call(child)  # after replying: the cleanup overlaps the trusted side's work
         elif op == "reset":
-            wire.wipe(sources)
-            sources, files = bytearray(), []
             _reset()
             wire.write_frame(replies, {"ok": True})
         elif op == "exit":
             return
         else:
             wire.write_frame(replies, {"ok": False, "error": f"unknown op {op!r}"})
-
-
-def _file_table(table, size: int) -> list[tuple[str, int, int]]:
-    """[[name, length], ...] over the blob -> [(name, start, end)], names without paths."""
-    files, start = [], 0
-    for entry in table if isinstance(table, list) else []:
-        if (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
-                and entry[0].endswith(".py") and "/" not in entry[0] and isinstance(entry[1], int)
-                and 0 <= entry[1] <= size - start):
-            files.append((entry[0], start, start + entry[1]))
-            start += entry[1]
-    return files
 
 
 _CHILD_UID: int | None = None  # the uid calls run as, when it differs from ours
@@ -135,8 +121,7 @@ def _become_sandbox_user() -> None:
 
 
 class _as_child_user:
-    """Touch the scratch files as the children's uid, so that they can use them and we
-    can remove whatever they make."""
+    """Act as the children's uid for a moment: signals need a matching uid."""
 
     def __enter__(self):
         if _CHILD_UID is not None:
@@ -149,15 +134,17 @@ class _as_child_user:
             os.setegid(os.getgid())
 
 
-def _become_child_user(limits: dict) -> None:
+def _become_child_user(limits: dict, files: dict) -> None:
     """The child's own walls, before any student code: the children's uid, and (inside
     the sandbox) a user, IPC and mount namespace of its own with a private /tmp of
-    bounded size, the work folder read-only, no further user namespaces (through which
-    an unbounded tmpfs could be mounted), and no capabilities left."""
+    bounded size holding the submission's files read-only, no further user namespaces
+    (through which an unbounded tmpfs could be mounted), and no capabilities left."""
     if _CHILD_UID is not None:
         os.setresgid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
         os.setresuid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
     if not IN_SANDBOX:
+        shutil.rmtree(WORK, ignore_errors=True)
+        _write_files(files)
         return
     uid, gid = os.getuid(), os.getgid()
     _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
@@ -166,18 +153,24 @@ def _become_child_user(limits: dict) -> None:
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
     _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
-    work = os.open(WORK, os.O_RDONLY | os.O_DIRECTORY)
     size = int(limits.get("tmp_bytes", 64 << 20))
     _check(_libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
                        f"size={size},mode=1777".encode()), "private /tmp")
-    os.mkdir(WORK)
-    _check(_libc.mount(f"/proc/self/fd/{work}".encode(), WORK.encode(), None, _MS_BIND, None), "work")
+    _write_files(files)
+    _check(_libc.mount(WORK.encode(), WORK.encode(), None, _MS_BIND, None), "work")
     _check(_libc.mount(None, WORK.encode(), None,
                        _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None), "read-only work")
-    os.close(work)
     with open("/proc/sys/user/max_user_namespaces", "w") as fh:
         fh.write("0")
     _drop_capabilities()
+
+
+def _write_files(files: dict) -> None:
+    os.makedirs(WORK)
+    for name, text in files.items():
+        if isinstance(name, str) and name.endswith(".py") and "/" not in name and isinstance(text, str):
+            with open(os.path.join(WORK, name), "w", encoding="utf-8") as fh:
+                fh.write(text)
 
 
 def _check(result: int, step: str) -> None:
@@ -214,46 +207,12 @@ def _warm_up() -> None:
 
 
 def _reset() -> None:
-    """Between submissions: no process, no file of the last one survives."""
-    while _spares:
-        child = _spares.pop()
-        child.discard()
-        try:  # a submission may have killed it already (and we reaped it)
-            os.kill(child.pid, signal.SIGKILL)
-            os.waitpid(child.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+    """Between submissions: no process of the last one survives. (Its files lived in its
+    calls' private /tmp; unsandboxed, in our scratch folder, emptied here.)"""
     _end_call(None)
-    with _as_child_user():
-        _clean_tmp()
-
-
-def _clean_tmp() -> None:
-    for name in os.listdir(SCRATCH):
-        path = os.path.join(SCRATCH, name)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
-
-def _prepare_workdir(files: list[tuple[str, int, int]], sources: bytearray) -> None:
-    from grader.engine import wire
-    # An empty scratch space per call: a hidden test's call must not leave its inputs
-    # for a visible one to print, and an earlier call may have rewritten these files.
-    view = memoryview(sources)
-    with _as_child_user():
-        _clean_tmp()
-        os.makedirs(WORK)
-        for name, start, end in files:
-            fd = os.open(os.path.join(WORK, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                wire.write_all(fd, view[start:end])
-            finally:
-                os.close(fd)
+    if not IN_SANDBOX:
+        for name in os.listdir(SCRATCH):
+            shutil.rmtree(os.path.join(SCRATCH, name), ignore_errors=True)
 
 
 class _Child:
@@ -266,6 +225,11 @@ class _Child:
         self.pid = os.fork()
         if self.pid == 0:
             try:
+                if _CHILD_UID is not None:
+                    # Waiting, keep our uid as real and saved uid: a signal (or prlimit) from
+                    # a call's process, running as the children's uid, needs one of them to
+                    # match. The effective uid keeps the way to become it open.
+                    os.setresuid(-1, _CHILD_UID, os.getuid())
                 for fd in (self.req_w, self.res_r, self.out_r):
                     os.close(fd)
                 _inner(req_r, res_w, out_w)
@@ -310,7 +274,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _call(header: dict, request: bytearray, files, sources) -> tuple[dict, list, int | None]:
+def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
     """Hand ``request`` (the child's own frame, opaque here) to a fresh child and collect
     what it prints and returns. Returns the reply, its blob parts (output, then the
     result frame) and the child's pid if it is still to be cleaned up."""
@@ -318,7 +282,6 @@ def _call(header: dict, request: bytearray, files, sources) -> tuple[dict, list,
     timeout = float(limits.get("timeout", 5))
     max_result = int(limits.get("result_bytes", 64 << 20))
     max_output = int(limits.get("output_bytes", 64 << 10))
-    _prepare_workdir(files, sources)
 
     from grader.engine import wire
     child = _take_child()
@@ -529,7 +492,8 @@ def _inner(req_r: int, res_w: int, out_w: int) -> None:
     except wire.WireError:
         os._exit(73)
     os.close(req_r)
-    _become_child_user(request.get("limits", {}))
+    files = request.get("files")
+    _become_child_user(request.get("limits", {}), files if isinstance(files, dict) else {})
     device = request.get("device", "cpu")
     _set_limits(request.get("limits", {}), device)
     os.chdir(WORK)

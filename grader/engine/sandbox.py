@@ -161,7 +161,6 @@ class Sandbox:
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._scratch: str | None = None
-        self._loaded: dict[str, str] | None = None
         self.info: dict = {}
         self.starts = 0
         self.lock = threading.Lock()
@@ -196,7 +195,6 @@ class Sandbox:
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
                                       preexec_fn=_die_with_parent if self.unsafe else None)
-        self._loaded = None
         self.starts += 1
         try:
             ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
@@ -259,28 +257,22 @@ class Sandbox:
             raise
 
     def reset(self) -> None:
-        """Forget the submission: files, anything left in /tmp."""
+        """Between submissions: end anything the last one left running."""
         if self.alive:
             try:
                 self._request({"op": "reset"}, timeout=30)
             except (OSError, wire.WireError):
                 pass
-        self._loaded = None
 
     def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
              block: tuple[str, ...] = ()) -> CallOutcome:
         try:
-            if self._loaded != files or not self.alive:
-                encoded = [(name, text.encode("utf-8")) for name, text in files.items()]
-                self._request({"op": "load", "files": [[name, len(data)] for name, data in encoded]},
-                              b"".join(data for _, data in encoded), timeout=30)
-                self._loaded = dict(files)
             # TensorState from an earlier call becomes a tensor again.
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
             tree, blob = wire.encode(sent)
             # The child's request travels inside ours: the warm process passes it on unread.
-            request = wire.pack({"module": module, "function": function,
+            request = wire.pack({"files": files, "module": module, "function": function,
                                  "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
                                  "limits": limits.to_wire(), "device": device, "block": list(block)}, blob)
             reply, raw = self._request({"op": "call", "limits": limits.to_wire()}, request,
