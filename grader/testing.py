@@ -296,9 +296,3 @@ def _seeded(request):
     torch.default_generator.manual_seed(seed)
     random.seed(seed)
     yield
-
-
-def seed_for(name: str) -> int:
-    """A stable seed derived from a name, for data a test builds itself."""
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
-

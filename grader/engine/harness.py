@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -151,7 +150,3 @@ def _forget_modules(names: set[str], root: Path) -> None:
         file = getattr(sys.modules.get(name), "__file__", None)
         if (file is None and name.split(".")[0] == "tests") or (file and file.startswith(prefix)):
             sys.modules.pop(name, None)
-
-
-def monotonic_ms(start: float) -> float:
-    return round((time.monotonic() - start) * 1000, 2)
