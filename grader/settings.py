@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+MAX_SOURCE_BYTES = 256 * 1024  # largest submission accepted, everywhere
 
 
 def _flag(name: str) -> bool:
@@ -25,6 +26,9 @@ class Settings:
     sandbox_uid: int  # the warm process's uid; calls run as sandbox_uid + 1
     sandbox_tmp_mb: int  # size of the sandbox's /tmp (memory)
     device: str  # "auto", "cpu" or "cuda": what this worker may use
+    database_url: str
+    redis_url: str
+    gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -35,6 +39,10 @@ class Settings:
             sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 2 * (os.getpid() % 2000))),
             sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
             device=os.environ.get("GRADER_DEVICE", "auto"),
+            database_url=os.environ.get("GRADER_DATABASE_URL",
+                                        f"sqlite:///{Path.cwd() / 'instance' / 'grader.db'}"),
+            redis_url=os.environ.get("GRADER_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            gpu_queue=_flag("GRADER_GPU_QUEUE"),
         )
 
 

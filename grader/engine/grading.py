@@ -18,9 +18,7 @@ from grader.catalog import Exercise
 from grader.engine.harness import run_suite
 from grader.engine.report import Report
 from grader.engine.sandbox import CallOutcome, Limits, Sandbox
-from grader.settings import settings as load_settings
-
-MAX_SOURCE_BYTES = 256 * 1024
+from grader.settings import MAX_SOURCE_BYTES, settings as load_settings
 
 _pool: dict[bool, Sandbox] = {}
 _pool_lock = threading.Lock()

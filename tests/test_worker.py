@@ -1,0 +1,147 @@
+"""A real Celery worker process on a real Redis, against SQLite and PostgreSQL: the flow of
+one submission from a committed row to a stored report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+
+from grader import catalog, db, submissions
+from grader.models import Exercise, Submission, User, now
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = ROOT / "exercises" / "autograd-basics"
+REDIS_URL = "redis://127.0.0.1:6379/12"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'grader.db'}"
+        db.upgrade(url)
+        yield url
+        return
+    name = f"grader_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = f"postgresql+psycopg://postgres@127.0.0.1/{name}"
+    db.upgrade(url)
+    yield url
+    db.engine_for(url).dispose()
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def service(database, monkeypatch):
+    """The environment a deployment sets, here and in the worker process."""
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    monkeypatch.setenv("GRADER_DATABASE_URL", database)
+    monkeypatch.setenv("GRADER_REDIS_URL", REDIS_URL)
+    from worker import app as worker_app
+    monkeypatch.setattr(worker_app, "celery", worker_app.make_celery())
+    exercise = catalog.find("autograd-basics")
+    with db.transaction(database) as session:
+        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
+                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
+        session.add(User(email="student@example.org", name="Student", role="student"))
+    return database
+
+
+@pytest.fixture
+def worker(service, tmp_path):
+    """One real worker process, consuming the cpu queue."""
+    log = open(tmp_path / "worker.log", "w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu", "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+        cwd=ROOT, env={**os.environ}, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while "ready" not in Path(log.name).read_text():
+        assert process.poll() is None, Path(log.name).read_text()[-3000:]
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.2)
+    yield process
+    process.terminate()
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+def submit(database: str, source: str) -> str:
+    with db.transaction(database) as session:
+        user = session.query(User).filter_by(email="student@example.org").one()
+        row = submissions.create(session, user=user, exercise_slug="autograd-basics", source=source)
+        submission_id = row.id
+    submissions.enqueue(submission_id, "any")  # after the commit
+    return submission_id
+
+
+def wait_until_done(database: str, submission_id: str, seconds: float = 90) -> Submission:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with db.transaction(database) as session:
+            row = session.get(Submission, submission_id)
+            if row.status in ("graded", "failed"):
+                return row
+        time.sleep(0.2)
+    raise AssertionError(f"submission {submission_id} still {row.status}")
+
+
+def test_a_committed_submission_is_graded_by_a_worker_and_its_report_stored(service, worker):
+    right = submit(service, (BASICS / "solution.py").read_text())
+    wrong = submit(service, (BASICS / "mutants" / "backward_twice.py").read_text())
+    graded = wait_until_done(service, right)
+    assert graded.status == "graded" and graded.score == graded.max_score == 6
+    assert graded.report["exercise"] == "autograd-basics" and graded.exercise_version == 1
+    assert graded.progress_done == graded.progress_total == 4
+    assert graded.attempts == 1
+    mistaken = wait_until_done(service, wrong)
+    assert mistaken.score == 0 and mistaken.status == "graded"
+    assert any("accumulate" in (t["hint"] or "") for t in mistaken.report["tests"])
+
+
+def test_a_task_delivered_twice_grades_once(service, worker):
+    submission_id = submit(service, (BASICS / "solution.py").read_text())
+    submissions.enqueue(submission_id, "any")
+    first = wait_until_done(service, submission_id)
+    time.sleep(1.0)  # the second delivery has had its turn
+    with db.transaction(service) as session:
+        again = session.get(Submission, submission_id)
+        assert again.attempts == 1 and again.finished_at == first.finished_at
+
+
+def test_the_sweeper_resends_a_stuck_submission_and_gives_up_after_the_attempts(service, worker):
+    from worker import tasks
+
+    stuck = submit(service, (BASICS / "solution.py").read_text())
+    wait_until_done(service, stuck)
+    with db.transaction(service) as session:
+        session.add(row := Submission(user_id=1, exercise_slug="autograd-basics", exercise_version=1,
+                                      source=(BASICS / "solution.py").read_text(), status="running",
+                                      progress_done=0, progress_total=0, attempts=1,
+                                      deadline=now() - timedelta(minutes=1)))
+        session.flush()
+        lost = row.id
+        session.add(row := Submission(user_id=1, exercise_slug="autograd-basics", exercise_version=1,
+                                      source="x = 1\n", status="queued", progress_done=0,
+                                      progress_total=0, attempts=tasks.MAX_ATTEMPTS,
+                                      deadline=now() - timedelta(minutes=1)))
+        session.flush()
+        hopeless = row.id
+    assert tasks.sweep_stuck() == 1
+    assert wait_until_done(service, lost).status == "graded"
+    with db.transaction(service) as session:
+        given_up = session.get(Submission, hopeless)
+        assert given_up.status == "failed" and given_up.failure_reason and given_up.score is None

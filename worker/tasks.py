@@ -1,0 +1,102 @@
+"""Tasks: grade a submission; re-enqueue what got stuck.
+
+The database is the source of truth. A task only ever moves a row forward
+(queued -> running -> graded), so running it twice changes nothing. A failure of
+the grading infrastructure is never a score: the row goes back to the queue with
+its reason, and after MAX_ATTEMPTS it is "failed", shown as "could not grade".
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from grader import catalog, db
+from grader.models import Submission, now
+from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
+from worker.app import GRADE_HARD_LIMIT, celery
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+INFRASTRUCTURE = ("sandbox_error", "internal_error")
+
+
+@celery.task(name=GRADE_TASK, bind=True, max_retries=MAX_ATTEMPTS)
+def grade_submission(self, submission_id: str) -> str:
+    from grader.engine import SandboxUnavailable, grade
+
+    with db.transaction() as session:
+        row = session.get(Submission, submission_id, with_for_update=True)
+        if row is None:
+            log.error("no submission %s", submission_id)
+            return "missing"
+        if row.status in ("graded", "failed"):
+            return row.status  # already done: a redelivered task changes nothing
+        if row.attempts >= MAX_ATTEMPTS:
+            row.status, row.finished_at = "failed", now()
+            row.failure_reason = row.failure_reason or "grading was attempted too many times"
+            return row.status
+        row.status, row.attempts, row.started_at = "running", row.attempts + 1, now()
+        row.deadline = now() + timedelta(seconds=GRADE_HARD_LIMIT)
+        slug, source = row.exercise_slug, row.source
+
+    def progress(done: int, total: int) -> None:
+        with db.transaction() as session:
+            row = session.get(Submission, submission_id)
+            if row is not None and row.status == "running":
+                row.progress_done, row.progress_total = done, total
+
+    try:
+        exercise = catalog.find(slug)
+        report = grade(exercise, source, on_progress=progress)
+    except (SandboxUnavailable, catalog.CatalogError) as exc:
+        return _infrastructure_failure(self, submission_id, str(exc))
+    if report.status in INFRASTRUCTURE:
+        return _infrastructure_failure(self, submission_id, report.message or report.status)
+
+    with db.transaction() as session:
+        row = session.get(Submission, submission_id, with_for_update=True)
+        if row.status == "graded":
+            return row.status
+        row.status, row.finished_at, row.failure_reason = "graded", now(), None
+        row.exercise_version = report.version
+        row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
+        row.progress_done = row.progress_total = len(report.tests)
+    return "graded"
+
+
+def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
+    log.warning("could not grade %s: %s", submission_id, reason)
+    with db.transaction() as session:
+        row = session.get(Submission, submission_id, with_for_update=True)
+        row.failure_reason = reason[:2000]
+        if row.attempts >= MAX_ATTEMPTS:
+            row.status, row.finished_at = "failed", now()
+            return row.status
+        row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
+        device, attempts = row.exercise.device, row.attempts
+    enqueue(submission_id, device, countdown=5 * 2 ** attempts)  # back off, then again
+    return "retrying"
+
+
+@celery.task(name="grader.sweep_stuck")
+def sweep_stuck() -> int:
+    """Re-enqueue submissions queued or running past their deadline (a lost message, a
+    worker killed without requeue); give up on those that used up their attempts."""
+    resent = []
+    with db.transaction() as session:
+        stuck = session.scalars(select(Submission).where(
+            Submission.status.in_(("queued", "running")), Submission.deadline < now())).all()
+        for row in stuck:
+            if row.attempts >= MAX_ATTEMPTS:
+                row.status, row.finished_at = "failed", now()
+                row.failure_reason = row.failure_reason or "grading did not finish in time, repeatedly"
+                continue
+            row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
+            resent.append((row.id, row.exercise.device))
+    for submission_id, device in resent:
+        enqueue(submission_id, device)
+    return len(resent)
