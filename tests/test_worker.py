@@ -145,3 +145,56 @@ def test_the_sweeper_resends_a_stuck_submission_and_gives_up_after_the_attempts(
     with db.transaction(service) as session:
         given_up = session.get(Submission, hopeless)
         assert given_up.status == "failed" and given_up.failure_reason and given_up.score is None
+
+
+SLOW_SOLUTION = (BASICS / "solution.py").read_text().replace(
+    "    y.backward()", "    __import__('time').sleep(0.5)\n    y.backward()")
+
+
+def start_worker(tmp_path, name):
+    log = tmp_path / f"{name}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu", "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+        cwd=ROOT, env={**os.environ}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while "ready" not in log.read_text():
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+    return process
+
+
+def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monkeypatch):
+    from worker import tasks
+
+    monkeypatch.setenv("GRADER_GRADE_LIMIT_S", "12")  # so that the lost grade is overdue soon
+    first = start_worker(tmp_path, "first")
+    submission_id = submit(service, SLOW_SOLUTION)
+    deadline = time.monotonic() + 60
+    while True:
+        with db.transaction(service) as session:
+            row = session.get(Submission, submission_id)
+            if row.status == "running" and row.progress_done >= 1:
+                break
+        assert time.monotonic() < deadline, "the grade never started"
+        time.sleep(0.05)
+    first.kill()  # SIGKILL, mid-grade
+    first.wait()
+    second = start_worker(tmp_path, "second")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            tasks.sweep_stuck()  # what beat runs every 30 s
+            with db.transaction(service) as session:
+                row = session.get(Submission, submission_id)
+                if row.status in ("graded", "failed"):
+                    break
+            assert time.monotonic() < deadline, f"still {row.status}"
+            time.sleep(1)
+        assert row.status == "graded" and row.score == row.max_score == 6
+        assert row.attempts == 2
+        with db.transaction(service) as session:
+            assert session.query(Submission).filter(Submission.status.in_(("queued", "running"))).count() == 0
+    finally:
+        second.terminate()
+        second.wait(20)

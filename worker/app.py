@@ -5,14 +5,17 @@ Run a worker with:  celery -A worker.app:celery worker -Q cpu   (or -Q gpu, one 
 
 from __future__ import annotations
 
+import os
+
 from celery import Celery
 
 from grader.settings import settings
 
 # The longest a grade may take (the longest exercise's submission limit, with room);
-# Redis must not hand an unacknowledged task to another worker before then.
-GRADE_SOFT_LIMIT = 300
-GRADE_HARD_LIMIT = 360
+# Redis must not hand an unacknowledged task to another worker before then. The
+# sweeper resends a submission still running this long after it started.
+GRADE_HARD_LIMIT = int(os.environ.get("GRADER_GRADE_LIMIT_S", 360))
+GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else GRADE_HARD_LIMIT * 5 // 6)
 
 
 def make_celery() -> Celery:
