@@ -64,5 +64,107 @@ def check_command(exercises: tuple[str, ...]) -> None:
     sys.exit(0 if rows and all(r.ok for r in rows) else 1)
 
 
+# ------------------------------------------------------------------ db
+
+@main.group("db")
+def db_group() -> None:
+    """The database at GRADER_DATABASE_URL."""
+
+
+@db_group.command("upgrade")
+def db_upgrade_command() -> None:
+    """Bring the database's schema to the newest migration."""
+    from grader import db
+
+    db.upgrade()
+    click.echo("the database schema is up to date", err=True)
+
+
+# ------------------------------------------------------------------ api keys
+
+@main.group("api-key")
+def api_key_group() -> None:
+    """Keys for the REST API (/api/v1)."""
+
+
+@api_key_group.command("create")
+# The scopes of grader.api.keys.SCOPES, spelt out so that `grader` starts without Flask.
+@click.option("--scope", "scopes", multiple=True, required=True, type=click.Choice(
+    ("exercises:read", "submissions:read", "submissions:write")), help="What the key may do (repeatable).")
+@click.option("--name", default="", help="Who or what the key is for.")
+def api_key_create_command(scopes: tuple[str, ...], name: str) -> None:
+    """Create an API key and print it. It is shown only this once: only its hash is kept."""
+    from grader import db
+    from grader.api import keys
+
+    db.upgrade()
+    with db.transaction() as session:
+        row, key = keys.create(session, scopes, name=name)
+        prefix = row.prefix
+    click.echo(f"created API key {prefix} ({', '.join(sorted(set(scopes)))}); it is not shown again:", err=True)
+    click.echo(key)
+
+
+@api_key_group.command("revoke")
+@click.argument("prefix")
+def api_key_revoke_command(prefix: str) -> None:
+    """Revoke the key whose prefix (gk_<PREFIX>_...) is PREFIX."""
+    from grader import db
+    from grader.api import keys
+
+    with db.transaction() as session:
+        row = keys.revoke(session, prefix)
+    if row is None:
+        raise click.ClickException(f"no API key has the prefix {prefix!r}")
+    click.echo(f"revoked API key {prefix}", err=True)
+
+
+# ------------------------------------------------------------------ exercises
+
+@main.group("exercise")
+def exercise_group() -> None:
+    """The exercises the service offers."""
+
+
+@exercise_group.command("sync")
+def exercise_sync_command() -> None:
+    """Publish every catalogue bundle into the database, at its current version.
+
+    The maximum score is what grading the bundle's own solution.py reports, so it is
+    the sum of the hidden tests' points as the engine counts them. Exit status 1 if
+    a bundle could not be published (the others are), 2 if nothing can be graded here.
+    """
+    from grader import catalog, db
+    from grader.engine import SandboxUnavailable, grade
+    from grader.models import Exercise
+    from grader.settings import settings
+
+    try:
+        bundles = catalog.all_exercises(settings().exercises_dir)
+    except catalog.CatalogError as exc:
+        raise click.ClickException(str(exc)) from None
+    db.upgrade()
+    failed = 0
+    for bundle in bundles:
+        try:
+            report = grade(bundle, bundle.file("solution.py").read_text(encoding="utf-8"))
+        except SandboxUnavailable as exc:
+            click.echo(f"error: cannot grade: {exc}", err=True)
+            sys.exit(2)
+        if report.status != "graded" or report.max_score <= 0:
+            # A wrong maximum would mis-scale every score: publish nothing for this one.
+            click.echo(f"FAIL {bundle.slug}: its solution graded {report.status} "
+                       f"({report.message or f'{report.max_score:g} points'}); not published", err=True)
+            failed += 1
+            continue
+        with db.transaction() as session:
+            row = session.get(Exercise, bundle.slug) or Exercise(slug=bundle.slug)
+            row.version, row.title, row.device = bundle.version, dict(bundle.title), bundle.device
+            row.functions, row.max_score, row.published = list(bundle.functions), report.max_score, True
+            session.add(row)
+        click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
+    sys.exit(1 if failed else 0)
+
+
 if __name__ == "__main__":
     main()

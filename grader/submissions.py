@@ -7,6 +7,7 @@ its exercise's device picks.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -16,6 +17,7 @@ from grader.models import Exercise, Submission, User, now
 from grader.settings import MAX_SOURCE_BYTES, settings
 
 GRADE_TASK = "grader.grade_submission"
+_SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 # How long a queued or running submission may take before the sweeper sends it again.
 QUEUE_DEADLINE = timedelta(minutes=10)
 
@@ -42,7 +44,10 @@ def check_source(source: str | bytes) -> str:
         raise SubmissionError("source_invalid", "the source must be a string")
     if not source.strip():
         raise SubmissionError("source_empty", "the source is empty")
-    size = len(source.encode("utf-8"))
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError as exc:  # a lone surrogate, as JSON's "\ud800" gives
+        raise SubmissionError("source_not_utf8", f"the source is not UTF-8 text (character {exc.start})") from None
     if size > MAX_SOURCE_BYTES:
         raise SubmissionError("source_too_large", f"the source is {size} bytes; the limit is {MAX_SOURCE_BYTES}")
     if "\x00" in source:
@@ -53,7 +58,9 @@ def check_source(source: str | bytes) -> str:
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes) -> Submission:
     """Add a queued submission to the session (the caller commits, then calls enqueue)."""
     text = check_source(source)
-    exercise = session.get(Exercise, exercise_slug) if isinstance(exercise_slug, str) else None
+    # Only a well-formed slug reaches the database (PostgreSQL refuses NUL with an error).
+    well_formed = isinstance(exercise_slug, str) and _SLUG.fullmatch(exercise_slug)
+    exercise = session.get(Exercise, exercise_slug) if well_formed else None
     if exercise is None or not exercise.published:
         raise SubmissionError("unknown_exercise", f"there is no exercise {str(exercise_slug)[:100]!r}")
     submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=exercise.version,
@@ -83,6 +90,8 @@ def enqueue(submission_id: str, device: str, *, countdown: float = 0) -> None:
 
 def user_by_external_id(session: Session, external_id: str, *, name: str = "") -> User:
     """The user an outside system calls ``external_id``, made on first sight."""
+    if not external_id or len(external_id) > 500 or any(ord(c) < 32 for c in external_id):
+        raise SubmissionError("invalid_user", "the user id must be 1 to 500 printable characters")
     user = session.scalar(select(User).where(User.external_id == external_id))
     if user is None:
         user = User(external_id=external_id, name=name or external_id, role="student")

@@ -1,0 +1,250 @@
+"""/api/v1: exercises to read, submissions to create and follow.
+
+Submissions go through grader.submissions like every other way in: the row is
+committed first, the grading task enqueued after. This module never imports the
+engine; the web process only ever sends tasks by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+
+from flask import Blueprint, current_app, g, jsonify, request, url_for
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from grader import catalog, db, submissions
+from grader.api import keys
+from grader.api.openapi import ERROR_CODES, document
+from grader.models import Exercise, Submission
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+_SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
+# Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
+_SUBMISSION_FIELDS = ("exercise", "source", "user")
+_USER_MAX = 500  # users.external_id's column width
+
+
+class ApiError(Exception):
+    """A request the API refuses; rendered as {"error": {"code", "message"}} with the
+    code's status (openapi.ERROR_CODES, which the document publishes)."""
+
+    def __init__(self, code: str, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status = ERROR_CODES.get(code, 422)  # a new SubmissionError code is a bad submission
+        self.code, self.message, self.headers = code, message, headers or {}
+
+
+def error_response(status: int, code: str, message: str, headers: dict | None = None):
+    response = jsonify(error={"code": code, "message": message})
+    response.status_code = status
+    response.headers.update(headers or {})
+    return response
+
+
+@bp.errorhandler(ApiError)
+def _api_error(exc: ApiError):
+    return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+
+def _database_url() -> str:
+    return current_app.config["DATABASE_URL"]
+
+
+def requires(scope: str):
+    """The view needs a bearer API key that holds ``scope``."""
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapped(**kwargs):
+            g.caller = _authenticate()
+            if scope not in g.caller.scopes:
+                raise ApiError("insufficient_scope", f"this API key does not have the scope {scope!r}")
+            return view(**kwargs)
+
+        wrapped.scope = scope
+        return wrapped
+
+    return decorator
+
+
+def _authenticate() -> keys.Caller:
+    challenge = {"WWW-Authenticate": 'Bearer realm="grader"'}
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError("missing_api_key", "send an API key as 'Authorization: Bearer <key>'", challenge)
+    try:
+        with db.transaction(_database_url()) as session:
+            return keys.verify(session, token.strip())
+    except keys.KeyRefused as exc:
+        raise ApiError(exc.code, exc.message, challenge) from None
+
+
+# ------------------------------------------------------------------ exercises
+
+def _exercise_json(row: Exercise) -> dict:
+    return {"slug": row.slug, "version": row.version, "title": row.title, "device": row.device,
+            "max_score": row.max_score, "functions": row.functions}
+
+
+@bp.get("/exercises")
+@requires("exercises:read")
+def list_exercises():
+    with db.transaction(_database_url()) as session:
+        rows = session.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug))
+        return jsonify(exercises=[_exercise_json(row) for row in rows])
+
+
+@bp.get("/exercises/<slug>")
+@requires("exercises:read")
+def get_exercise(slug: str):
+    row = None
+    if _SLUG.fullmatch(slug):  # anything else cannot be a slug; do not send it to the database
+        with db.transaction(_database_url()) as session:
+            row = session.get(Exercise, slug)
+    if row is None or not row.published:
+        raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
+    return jsonify({**_exercise_json(row), "statement": _statement(slug)})
+
+
+def _statement(slug: str) -> dict:
+    """The statement from the catalogue bundle; nulls if the bundle is gone (the row outlives it)."""
+    try:
+        bundle = catalog.find(slug, current_app.config["EXERCISES_DIR"])
+    except catalog.CatalogError:
+        log.warning("exercise %s is published but its bundle cannot be loaded", slug, exc_info=True)
+        return {"en": None, "ko": None}
+    korean = bundle.file("README.ko.md")
+    return {"en": bundle.statement("en"), "ko": korean.read_text(encoding="utf-8") if korean.is_file() else None}
+
+
+# ------------------------------------------------------------------ submissions
+
+def _json_body() -> dict:
+    if request.mimetype != "application/json":
+        raise ApiError("unsupported_media_type",
+                       f"send the body as application/json, not {request.mimetype or 'no content type'!r}")
+    charset = request.mimetype_params.get("charset", "utf-8").lower()
+    if charset not in ("utf-8", "utf8"):
+        raise ApiError("unsupported_media_type", f"JSON must be UTF-8, not {charset!r}")
+    raw = request.get_data(cache=False)
+    try:
+        text = raw.decode("utf-8")  # strictly: json.loads would also guess UTF-16 and UTF-32
+    except UnicodeDecodeError as exc:
+        raise ApiError("body_not_utf8", f"the body is not UTF-8 text (byte {exc.start})") from None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError("malformed_json", f"the body is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(body, dict):
+        raise ApiError("invalid_body", "the body must be a JSON object")
+    return body
+
+
+def _submission_fields(body: dict) -> tuple[str, str, str]:
+    unknown = sorted(set(body) - set(_SUBMISSION_FIELDS))
+    if unknown:
+        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_SUBMISSION_FIELDS)}")
+    missing = [name for name in _SUBMISSION_FIELDS if name not in body]
+    if missing:
+        raise ApiError("missing_field", f"missing required fields {missing}")
+    for name in _SUBMISSION_FIELDS:
+        if not isinstance(body[name], str):
+            raise ApiError("wrong_type", f"{name!r} must be a string, not {_json_type(body[name])}")
+    return body["exercise"], body["source"], body["user"]
+
+
+def _json_type(value) -> str:
+    return {dict: "an object", list: "an array", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _check_user(user: str) -> str:
+    if not user.strip():
+        raise ApiError("invalid_user", "'user' must not be empty")
+    if len(user) > _USER_MAX:
+        raise ApiError("invalid_user", f"'user' is {len(user)} characters; the limit is {_USER_MAX}")
+    if not _is_text(user) or any(ord(c) < 32 or ord(c) == 127 for c in user):
+        raise ApiError("invalid_user", "'user' must be printable text")
+    return user
+
+
+def _is_text(value: str) -> bool:
+    """JSON's \\ud800-style escapes can make unpaired surrogates, which no database stores."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@bp.post("/submissions")
+@requires("submissions:write")
+def create_submission():
+    slug, source, user = _submission_fields(_json_body())
+    user = _check_user(user)
+    try:
+        if not _is_text(source):
+            raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
+        submissions.check_source(source)  # before the database is touched at all
+        if not _SLUG.fullmatch(slug):
+            raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {slug[:100]!r}")
+        submission_id, device = _store(slug, source, user)
+    except submissions.SubmissionError as exc:
+        raise ApiError(exc.code, exc.message) from None
+    try:
+        submissions.enqueue(submission_id, device)  # only now: the row is committed
+    except Exception:
+        # The row is queued with a deadline, so the sweeper sends it once the broker is back.
+        log.exception("submission %s stored but not enqueued; the sweeper will send it", submission_id)
+    url = url_for("api.get_submission", submission_id=submission_id, _external=True)
+    response = jsonify(id=submission_id, url=url, status="queued")
+    response.status_code, response.headers["Location"] = 202, url
+    return response
+
+
+def _store(slug: str, source: str, user: str) -> tuple[str, str]:
+    """Commit the user (made on first sight) and the queued submission together."""
+    try:
+        return _store_once(slug, source, user)
+    except IntegrityError:
+        # Two first submissions of one new user at once: the other request made the
+        # user between our look-up and our insert; now the look-up finds it.
+        return _store_once(slug, source, user)
+
+
+def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
+    with db.transaction(_database_url()) as session:
+        owner = submissions.user_by_external_id(session, user)
+        row = submissions.create(session, user=owner, exercise_slug=slug, source=source)
+        return row.id, row.exercise.device
+
+
+@bp.get("/submissions/<submission_id>")
+@requires("submissions:read")
+def get_submission(submission_id: str):
+    row = None
+    if _SUBMISSION_ID.fullmatch(submission_id):
+        with db.transaction(_database_url()) as session:
+            row = session.get(Submission, submission_id)
+            user = row.user.external_id if row is not None else None
+    if row is None:
+        raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
+    return jsonify(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version, user=user,
+                   status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
+                   score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
+                   report=row.report)
+
+
+# ------------------------------------------------------------------ the document
+
+@bp.get("/openapi.json")
+def openapi():
+    return jsonify(document(server=request.host_url.rstrip("/") + bp.url_prefix))
