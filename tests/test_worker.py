@@ -7,76 +7,59 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from datetime import timedelta
 from pathlib import Path
 
-import psycopg
 import pytest
-import redis
 
 from grader import catalog, db, submissions
 from grader.models import Exercise, Submission, User, now
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
-REDIS_URL = "redis://127.0.0.1:6379/12"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request, tmp_path):
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'grader.db'}"
-        db.upgrade(url)
-        yield url
-        return
-    name = f"grader_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = f"postgresql+psycopg://postgres@127.0.0.1/{name}"
-    db.upgrade(url)
-    yield url
-    db.engine_for(url).dispose()
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture
-def service(database, monkeypatch):
-    """The environment a deployment sets, here and in the worker process."""
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    monkeypatch.setenv("GRADER_DATABASE_URL", database)
-    monkeypatch.setenv("GRADER_REDIS_URL", REDIS_URL)
-    from worker import app as worker_app
-    monkeypatch.setattr(worker_app, "celery", worker_app.make_celery())
+def service(database_url, redis, monkeypatch):
+    """The environment a deployment sets, here and in the worker processes (they inherit
+    it): the test's database and Redis, a published exercise and a student."""
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     exercise = catalog.find("autograd-basics")
-    with db.transaction(database) as session:
+    with db.transaction(database_url) as session:
         session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
                              device=exercise.device, max_score=6, functions=list(exercise.functions)))
         session.add(User(email="student@example.org", name="Student", role="student"))
-    return database
+    return database_url
 
 
-@pytest.fixture
-def worker(service, tmp_path):
-    """One real worker process, consuming the cpu queue."""
-    log = open(tmp_path / "worker.log", "w+")
+def start_worker(tmp_path: Path, name: str) -> subprocess.Popen:
+    """A real worker process consuming the cpu queue, once it says it is ready."""
+    log = tmp_path / f"{name}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu", "--pool", "solo",
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
-        cwd=ROOT, env={**os.environ}, stdout=log, stderr=subprocess.STDOUT)
+        cwd=ROOT, env={**os.environ}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
-    while "ready" not in Path(log.name).read_text():
-        assert process.poll() is None, Path(log.name).read_text()[-3000:]
-        assert time.monotonic() < deadline, "the worker did not start"
+    while "ready" not in log.read_text():
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
-    yield process
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
     process.terminate()
     try:
         process.wait(20)
     except subprocess.TimeoutExpired:
         process.kill()
-    log.close()
+        process.wait()
+
+
+@pytest.fixture
+def worker(service, tmp_path):
+    process = start_worker(tmp_path, "worker")
+    yield process
+    stop(process)
 
 
 def submit(database: str, source: str) -> str:
@@ -151,19 +134,6 @@ SLOW_SOLUTION = (BASICS / "solution.py").read_text().replace(
     "    y.backward()", "    __import__('time').sleep(0.5)\n    y.backward()")
 
 
-def start_worker(tmp_path, name):
-    log = tmp_path / f"{name}.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu", "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
-        cwd=ROOT, env={**os.environ}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while "ready" not in log.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-        time.sleep(0.2)
-    return process
-
-
 def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monkeypatch):
     from worker import tasks
 
@@ -196,5 +166,4 @@ def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monke
         with db.transaction(service) as session:
             assert session.query(Submission).filter(Submission.status.in_(("queued", "running"))).count() == 0
     finally:
-        second.terminate()
-        second.wait(20)
+        stop(second)
