@@ -73,7 +73,7 @@ def main() -> None:
             # 5-15 ms, which within a submission would delay its next call.
             _spares.append(_Child())
             continue
-        if _dying and not select.select([requests], [], [], 0.002)[0]:
+        if _dying and not _readable(requests, 0.002):
             continue  # idle, with killed processes still to reap: reap as they die
         try:
             header, blob = wire.read_frame_into(requests)
@@ -87,7 +87,7 @@ def main() -> None:
                 reply, parts, child = _call(header, blob)
             except Exception as exc:  # noqa: BLE001 - stay up; the trusted side reports it
                 reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-            wire.write_frame_parts(replies, reply, parts)
+            wire.write_frame(replies, reply, *parts)
             wire.wipe(blob, *parts)
             _end_call(child)  # after replying: the cleanup overlaps the trusted side's work
         elif op == "reset":
@@ -273,8 +273,8 @@ def _take_child() -> _Child:
     return _Child()
 
 
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
+def _readable(fd: int, within: float = 0.0) -> bool:
+    return bool(select.select([fd], [], [], max(0.0, within))[0])
 
 
 def _alive(pid: int) -> bool:
@@ -308,15 +308,14 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
     if drained["timeout"] or drained["too_large"] or not drained["result_bytes"]:
         # No usable result: how the child ended is the feedback. Wait (within the
         # time limit) for it to finish on its own, then end everything.
-        if not status["timeout"] and not _wait_exit(pidfd, started + timeout):
+        if not status["timeout"] and not _readable(pidfd, started + timeout - time.monotonic()):
             status["timeout"] = True
         with _as_child_user():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        _, code, usage = os.wait4(pid, 0)
-        _end_call(None)
+        _, code, usage = os.wait4(pid, 0)  # the sweep after the reply ends what it left
         pid = None
         if os.WIFSIGNALED(code):
             status["signal"] = os.WTERMSIG(code)
@@ -334,12 +333,6 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
         "result_too_large": drained["too_large"],
     }
     return reply, [output, *drained["result"]], pid
-
-
-def _wait_exit(pidfd: int, deadline: float) -> bool:
-    with selectors.DefaultSelector() as sel:
-        sel.register(pidfd, selectors.EVENT_READ)
-        return bool(sel.select(max(0.0, deadline - time.monotonic())))
 
 
 _CHUNK = 1 << 16

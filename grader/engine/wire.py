@@ -270,11 +270,10 @@ def pack(header: dict, blob: bytes = b"") -> bytes:
     return _PREFIX.pack(len(head), len(blob)) + head + blob
 
 
-def write_frame(fd: int, header: dict, blob: bytes = b"") -> None:
-    data = memoryview(pack(header, blob))
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+def write_frame(fd: int, header: dict, *parts) -> None:
+    """One frame whose blob is ``parts`` in order, written without joining them."""
+    head = json.dumps(header, separators=(",", ":")).encode()
+    write_all(fd, _PREFIX.pack(len(head), sum(len(p) for p in parts)), head, *parts)
 
 
 class FrameTimeout(WireError):
@@ -300,17 +299,27 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
-               deadline: float | None = None) -> tuple[dict, bytes]:
-    head_len, blob_len = _PREFIX.unpack(_read_exact(fd, _PREFIX.size, deadline))
+def _lengths(prefix, max_header: int, max_blob: int) -> tuple[int, int]:
+    head_len, blob_len = _PREFIX.unpack_from(prefix)
     if head_len > max_header or blob_len > max_blob:
         raise WireError(f"frame too large ({head_len} + {blob_len} bytes)")
+    return head_len, blob_len
+
+
+def _header(raw) -> dict:
     try:
-        header = json.loads(_read_exact(fd, head_len, deadline))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise WireError("frame header is not JSON (or nested too deeply)") from None
     if type(header) is not dict:
         raise WireError("frame header is not an object")
+    return header
+
+
+def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
+               deadline: float | None = None) -> tuple[dict, bytes]:
+    head_len, blob_len = _lengths(_read_exact(fd, _PREFIX.size, deadline), max_header, max_blob)
+    header = _header(_read_exact(fd, head_len, deadline))
     return header, _read_exact(fd, blob_len, deadline)
 
 
@@ -328,17 +337,10 @@ def read_frame_into(fd: int, *, max_header: int = 1 << 20, max_blob: int = 512 <
     bytearray and no other copy of it is made, so that :func:`wipe` can erase it."""
     prefix = bytearray(_PREFIX.size)
     _readinto(fd, prefix)
-    head_len, blob_len = _PREFIX.unpack(prefix)
-    if head_len > max_header or blob_len > max_blob:
-        raise WireError(f"frame too large ({head_len} + {blob_len} bytes)")
+    head_len, blob_len = _lengths(prefix, max_header, max_blob)
     head = bytearray(head_len)
     _readinto(fd, head)
-    try:
-        header = json.loads(head)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise WireError("frame header is not JSON (or nested too deeply)") from None
-    if type(header) is not dict:
-        raise WireError("frame header is not an object")
+    header = _header(head)
     blob = bytearray(blob_len)
     _readinto(fd, blob)
     return header, blob
@@ -358,11 +360,6 @@ def write_all(fd: int, *parts) -> None:
                 n = 0
 
 
-def write_frame_parts(fd: int, header: dict, parts: list) -> None:
-    head = json.dumps(header, separators=(",", ":")).encode()
-    write_all(fd, _PREFIX.pack(len(head), sum(len(p) for p in parts)), head, *parts)
-
-
 def wipe(*buffers: bytearray) -> None:
     """Overwrite buffers in place: freed memory keeps its bytes, and later forks inherit it."""
     for buf in buffers:
@@ -373,15 +370,7 @@ def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]
     """Parse one frame from bytes already read (the zygote's result pipe)."""
     if len(data) < _PREFIX.size:
         raise WireError("truncated frame")
-    head_len, blob_len = _PREFIX.unpack_from(data)
-    if head_len > max_header or blob_len > max_blob:
-        raise WireError("frame too large")
+    head_len, blob_len = _lengths(data, max_header, max_blob)
     if len(data) != _PREFIX.size + head_len + blob_len:
         raise WireError("frame length does not match its contents")
-    try:
-        header = json.loads(data[_PREFIX.size:_PREFIX.size + head_len])
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise WireError("frame header is not JSON (or nested too deeply)") from None
-    if type(header) is not dict:
-        raise WireError("frame header is not an object")
-    return header, data[_PREFIX.size + head_len:]
+    return _header(data[_PREFIX.size:_PREFIX.size + head_len]), data[_PREFIX.size + head_len:]
