@@ -158,8 +158,9 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
     report.device = device
 
     files = {"submission.py": text}
-    if ex.probes is not None:
-        files["probes.py"] = ex.probes
+    probes = ex.probes  # read from the bundle (a file) once
+    if probes is not None:
+        files["probes.py"] = probes
     sandbox = sandbox_for(device == "cuda")
     with sandbox.lock:
         if refuse is None:
