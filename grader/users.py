@@ -1,0 +1,58 @@
+"""Local accounts: creating them and checking a password.
+
+LMS users (LTI) and API users are rows of the same table without a password; they
+sign in through their platform, never with the form.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from grader.models import ROLES, User
+
+MIN_PASSWORD = 8
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+# Compared against when the email is unknown, so that a wrong email costs as long as
+# a wrong password and the timing does not tell which accounts exist.
+_NOBODY = generate_password_hash("not anybody's password")
+
+
+class AccountError(ValueError):
+    """An account that cannot be made as asked; the message says why."""
+
+
+def normalise_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def create_user(session: Session, *, email: str, password: str, role: str = "student",
+                name: str = "") -> User:
+    """Add a local account (the caller commits). Refuses a taken email, a bad role or a
+    password shorter than MIN_PASSWORD characters."""
+    email = normalise_email(email)
+    if not _EMAIL.fullmatch(email) or len(email) > 320:
+        raise AccountError(f"{email!r} is not an email address")
+    if role not in ROLES:
+        raise AccountError(f"the role must be one of {', '.join(ROLES)}, not {role!r}")
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
+    if session.scalar(select(User).where(func.lower(User.email) == email)) is not None:
+        raise AccountError(f"there is already an account for {email}")
+    user = User(email=email, name=name.strip() or email.split("@")[0], role=role,
+                password_hash=generate_password_hash(password))
+    session.add(user)
+    session.flush()
+    return user
+
+
+def authenticate(session: Session, email: str, password: str) -> User | None:
+    """The local account with this email and password, or None."""
+    user = session.scalar(select(User).where(User.email == normalise_email(email)))
+    if user is None or not user.password_hash:
+        check_password_hash(_NOBODY, password)
+        return None
+    return user if check_password_hash(user.password_hash, password) else None
