@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+from pathlib import Path
+
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 
@@ -9,7 +13,9 @@ from grader.settings import MAX_SOURCE_BYTES, settings
 
 # What a JSON error under /api/ is called, by HTTP status.
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
-               415: "unsupported_media_type", 500: "internal_error"}
+               415: "unsupported_media_type", 429: "rate_limited", 500: "internal_error"}
+# Headers an error keeps: what a 405 allows, when a 429 may try again.
+_KEPT_HEADERS = ("allow", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -24,11 +30,26 @@ def create_app(config: dict | None = None) -> Flask:
         # Room for a largest source written entirely as JSON \uXXXX escapes; the source's
         # own limit is checked after decoding, with a better message.
         MAX_CONTENT_LENGTH=6 * MAX_SOURCE_BYTES + 64 * 1024,
+        SUBMISSION_RATE_LIMIT=defaults.submission_rate_limit,
+        RATELIMIT_STORAGE_URI=defaults.redis_url,
+        BABEL_TRANSLATION_DIRECTORIES=str(Path(__file__).parent / "translations"),
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
     )
     app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret()
 
-    from grader import api
+    from grader import api, web
+    from grader.extensions import babel, csrf, limiter, locale
+
+    csrf.init_app(app)
+    babel.init_app(app, locale_selector=locale)
+    limiter.init_app(app)
+    csrf.exempt(api.bp)  # bearer keys, not cookies: nothing for a forged form to ride on
     app.register_blueprint(api.bp)
+    app.register_blueprint(web.bp)
 
     app.register_error_handler(HTTPException, _http_error)
     return app
@@ -43,5 +64,25 @@ def _http_error(exc: HTTPException):
     status = exc.code or 500
     # Flask has logged a 500's exception already; its text stays in the log.
     message = "internal error; it has been logged" if status >= 500 else (exc.description or exc.name)
-    headers = {k: v for k, v in exc.get_headers() if k.lower() == "allow"}  # 405 says what is allowed
+    headers = {k: v for k, v in exc.get_headers() if k.lower() in _KEPT_HEADERS}
+    if status == 429:
+        message = f"too many submissions: at most {exc.description}; try again later"
     return error_response(status, _HTTP_CODES.get(status, "http_error"), message, headers)
+
+
+def _instance_secret() -> str:
+    """With no GRADER_SECRET_KEY, a key made once and kept beside the default database, so
+    that sessions outlive a restart and every web process of one machine shares it."""
+    path = Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance")) / "secret_key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        draft = path.with_name(f".secret_key.{os.getpid()}")
+        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(draft, path)  # atomic: of processes starting together, one key wins
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return path.read_text().strip()

@@ -29,6 +29,8 @@ class Settings:
     database_url: str
     redis_url: str
     gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
+    secret_key: str | None  # signs the web sessions; None: one kept in ./instance/secret_key
+    submission_rate_limit: str  # per user, Flask-Limiter's notation
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -43,6 +45,8 @@ class Settings:
                                         f"sqlite:///{Path.cwd() / 'instance' / 'grader.db'}"),
             redis_url=os.environ.get("GRADER_REDIS_URL", "redis://127.0.0.1:6379/0"),
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
+            secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
+            submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
         )
 
 

@@ -19,6 +19,7 @@ ERROR_CODES = {
     "unsupported_media_type": 415,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
+    "rate_limited": 429,
     "internal_error": 500,
     "http_error": 400,  # any other HTTP error, with its own status
 }
@@ -165,6 +166,10 @@ def _paths() -> dict:
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid"),
+                "429": {**_error("Too many accepted submissions for this user and key lately; the "
+                                 "`Retry-After` header says in how many seconds to try again.", "rate_limited"),
+                        "headers": {"Retry-After": {"schema": {"type": "integer"},
+                                                    "description": "Seconds until a submission is accepted."}}},
             },
         }},
         "/submissions/{submission_id}": {"get": {

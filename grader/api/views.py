@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from grader import catalog, db, submissions
 from grader.api import keys
 from grader.api.openapi import ERROR_CODES, document
+from grader.extensions import limiter
 from grader.models import Exercise, Submission
 
 log = logging.getLogger(__name__)
@@ -185,7 +186,14 @@ def _is_text(value: str) -> bool:
     return True
 
 
+def _submission_limit() -> str:
+    return current_app.config["SUBMISSION_RATE_LIMIT"]
+
+
 @bp.post("/submissions")
+# Per (key, user); only accepted submissions count, so a client fixing a bad request
+# is not locked out by its mistakes.
+@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 202)
 @requires("submissions:write")
 def create_submission():
     slug, source, user = _submission_fields(_json_body())

@@ -1,0 +1,62 @@
+// Python highlighting for the submission textarea. The textarea stays the real form
+// field (it posts without this script); a highlighted copy is drawn underneath it and
+// the textarea's own text is made transparent, so the caret and selection still work.
+(function () {
+  "use strict";
+  var area = document.getElementById("source");
+  if (!area) return;
+  var box = area.parentElement;
+  var code = box.querySelector(".highlight code");
+  var keywords = ("False None True and as assert async await break class continue def del elif else " +
+    "except finally for from global if import in is lambda nonlocal not or pass raise return try " +
+    "while with yield").split(" ");
+  var builtins = "print len range self super isinstance float int str list dict tuple torch".split(" ");
+  var token = /("""[\s\S]*?(?:"""|$)|'''[\s\S]*?(?:'''|$)|"(?:\\.|[^"\\\n])*"?|'(?:\\.|[^'\\\n])*'?)|(#[^\n]*)|(\b\d[\d_]*(?:\.\d*)?(?:e[+-]?\d+)?\b)|(@[\w.]+)|([A-Za-z_]\w*)/g;
+
+  function escape(text) {
+    return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+  function span(kind, text) { return '<span class="tok-' + kind + '">' + escape(text) + "</span>"; }
+
+  function highlight(text) {
+    var out = "", last = 0, m;
+    token.lastIndex = 0;
+    while ((m = token.exec(text)) !== null) {
+      out += escape(text.slice(last, m.index));
+      if (m[1]) out += span("str", m[0]);
+      else if (m[2]) out += span("com", m[0]);
+      else if (m[3]) out += span("num", m[0]);
+      else if (m[4]) out += span("dec", m[0]);
+      else if (keywords.indexOf(m[0]) >= 0) out += span("kw", m[0]);
+      else if (builtins.indexOf(m[0]) >= 0) out += span("bi", m[0]);
+      else out += escape(m[0]);
+      last = token.lastIndex;
+    }
+    return out + escape(text.slice(last)) + "\n";
+  }
+  function render() {
+    code.innerHTML = highlight(area.value);
+    sync();
+  }
+  function sync() {
+    code.parentElement.scrollTop = area.scrollTop;
+    code.parentElement.scrollLeft = area.scrollLeft;
+  }
+
+  box.classList.add("enhanced");
+  area.addEventListener("input", render);
+  area.addEventListener("scroll", sync);
+  // Tab indents (four spaces); Escape then Tab leaves the editor, as keyboard users expect.
+  var escaped = false;
+  area.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { escaped = true; return; }
+    if (event.key === "Tab" && !event.shiftKey && !escaped) {
+      event.preventDefault();
+      var start = area.selectionStart, end = area.selectionEnd;
+      area.setRangeText("    ", start, end, "end");
+      render();
+    }
+    escaped = false;
+  });
+  render();
+})();

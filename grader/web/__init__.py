@@ -1,0 +1,7 @@
+"""The pages students and instructors use: signing in, exercises, submissions."""
+
+from flask import Blueprint
+
+bp = Blueprint("web", __name__)
+
+from grader.web import auth, instructor, views  # noqa: E402,F401  (they add routes to bp)

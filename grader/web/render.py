@@ -1,0 +1,32 @@
+"""Turning stored things into what a page shows: statements as safe HTML, reports in
+the reader's language."""
+
+from __future__ import annotations
+
+import markdown
+import nh3
+from markupsafe import Markup
+
+# What a statement may contain once rendered; anything else (script, style, event
+# handlers, javascript: links) is removed, whoever wrote the Markdown.
+_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2",
+         "h3", "h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup",
+         "table", "tbody", "td", "th", "thead", "tr", "ul"}
+_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "code": {"class"},
+               "th": {"align"}, "td": {"align"}}
+
+
+def markdown_html(text: str) -> Markup:
+    html = markdown.markdown(text, extensions=["fenced_code", "tables", "sane_lists"])
+    return Markup(nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"},
+                            link_rel="noopener noreferrer nofollow"))
+
+
+def localized_tests(report: dict, lang: str) -> list[dict]:
+    """The report's tests with message and hint in ``lang`` where the exercise has them."""
+    tests = []
+    for test in report.get("tests", []):
+        local = (test.get("i18n") or {}).get(lang, {})
+        tests.append({**test, "message": local.get("message") or test.get("message"),
+                      "hint": local.get("hint") or test.get("hint")})
+    return tests

@@ -1,0 +1,177 @@
+"""What a student sees: the exercises, one exercise with its submission form, a
+submission's live progress and report, their own submissions and best scores."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
+from flask_babel import get_locale
+from flask_babel import gettext as _
+from sqlalchemy import func, select
+
+from grader import catalog, db, submissions
+from grader.extensions import limiter
+from grader.models import Exercise, Submission
+from grader.settings import MAX_SOURCE_BYTES
+from grader.web import bp
+from grader.web.auth import database_url, login_required
+from grader.web.render import localized_tests, markdown_html
+
+log = logging.getLogger(__name__)
+
+_SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
+_SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+PENDING = ("queued", "running")
+
+
+def lang() -> str:
+    return str(get_locale() or "en")
+
+
+def best_scores(session, user_id: int) -> dict[str, float]:
+    rows = session.execute(select(Submission.exercise_slug, func.max(Submission.score))
+                           .where(Submission.user_id == user_id, Submission.status == "graded")
+                           .group_by(Submission.exercise_slug))
+    return {slug: score for slug, score in rows}
+
+
+def published(session, slug: str) -> Exercise:
+    row = session.get(Exercise, slug) if _SLUG.fullmatch(slug) else None
+    if row is None or not row.published:
+        abort(404)
+    return row
+
+
+@bp.get("/")
+def index():
+    return redirect(url_for("web.exercises"))
+
+
+@bp.get("/exercises")
+@login_required
+def exercises():
+    with db.transaction(database_url()) as s:
+        rows = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+        best = best_scores(s, g.user.id)
+    return render_template("exercises.html", exercises=rows, best=best)
+
+
+def statement(slug: str) -> str | None:
+    try:
+        return catalog.find(slug, current_app.config["EXERCISES_DIR"]).statement(lang())
+    except catalog.CatalogError:
+        log.warning("exercise %s is published but its bundle cannot be read", slug, exc_info=True)
+        return None
+
+
+@bp.get("/exercises/<slug>")
+@login_required
+def exercise(slug: str):
+    return _exercise_page(slug)
+
+
+def _exercise_page(slug: str, *, source: str = "", error: str | None = None, status: int = 200):
+    with db.transaction(database_url()) as s:
+        row = published(s, slug)
+        mine = s.scalars(select(Submission).where(Submission.user_id == g.user.id,
+                                                  Submission.exercise_slug == slug)
+                         .order_by(Submission.created_at.desc()).limit(20)).all()
+    text = statement(slug)
+    return render_template("exercise.html", exercise=row, mine=mine, error=error, source=source,
+                           statement=markdown_html(text) if text is not None else None,
+                           max_bytes=MAX_SOURCE_BYTES), status
+
+
+def _submission_limit() -> str:
+    return current_app.config["SUBMISSION_RATE_LIMIT"]
+
+
+@bp.post("/exercises/<slug>/submissions")
+@login_required
+@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 303)
+def submit(slug: str):
+    pasted = request.form.get("source", "")
+    upload = request.files.get("file")
+    source: str | bytes = pasted
+    if upload is not None and upload.filename:
+        source = upload.stream.read(MAX_SOURCE_BYTES + 1)
+    try:
+        with db.transaction(database_url()) as s:
+            published(s, slug)
+            row = submissions.create(s, user=g.user, exercise_slug=slug, source=source)
+            submission_id, device = row.id, row.exercise.device
+    except submissions.SubmissionError as exc:
+        shown = pasted if isinstance(source, bytes) or len(pasted) <= MAX_SOURCE_BYTES else ""
+        return _exercise_page(slug, source=shown, error=_error_text(exc), status=422)
+    try:
+        submissions.enqueue(submission_id, device)  # only now: the row is committed
+    except Exception:
+        log.exception("submission %s stored but not enqueued; the sweeper will send it", submission_id)
+    return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+
+
+def _error_text(exc: submissions.SubmissionError) -> str:
+    known = {
+        "source_empty": _("Your submission is empty: paste your code or choose a .py file."),
+        "source_too_large": _("Your submission is larger than %(limit)d KiB.", limit=MAX_SOURCE_BYTES // 1024),
+        "source_not_utf8": _("Your file is not UTF-8 text. Save it as UTF-8 and upload it again."),
+        "source_invalid": _("Your submission contains a NUL character."),
+    }
+    return known.get(exc.code, exc.message)
+
+
+def _own_submission(s, submission_id: str) -> Submission:
+    row = s.get(Submission, submission_id) if _SUBMISSION_ID.fullmatch(submission_id) else None
+    # Someone else's submission is "not found", not "forbidden": its id tells nothing.
+    if row is None or (row.user_id != g.user.id and g.user.role != "instructor"):
+        abort(404)
+    return row
+
+
+@bp.get("/submissions/<submission_id>")
+@login_required
+def submission(submission_id: str):
+    with db.transaction(database_url()) as s:
+        row = _own_submission(s, submission_id)
+        exercise_row = row.exercise
+        owner = row.user
+    tests = localized_tests(row.report, lang()) if row.report else []
+    return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner,
+                           tests=tests, pending=row.status in PENDING)
+
+
+@bp.get("/submissions/<submission_id>/status")
+@login_required
+def submission_status(submission_id: str):
+    """What the submission page polls while the grade runs."""
+    with db.transaction(database_url()) as s:
+        row = _own_submission(s, submission_id)
+    return jsonify(status=row.status, done=row.progress_done, total=row.progress_total,
+                   score=row.score, max_score=row.max_score)
+
+
+@bp.get("/submissions")
+@login_required
+def my_submissions():
+    with db.transaction(database_url()) as s:
+        rows = s.scalars(select(Submission).where(Submission.user_id == g.user.id)
+                         .order_by(Submission.created_at.desc()).limit(200)).all()
+        best = best_scores(s, g.user.id)
+        titles = {e.slug: e.title for e in s.scalars(select(Exercise))}
+    return render_template("submissions.html", submissions=rows, best=best, titles=titles)
+
+
+@bp.app_context_processor
+def page_helpers() -> dict:
+    labels = {"queued": _("Waiting for a grader…"), "running": _("Running the tests…"),
+              "graded": _("Graded"), "failed": _("Could not grade")}
+    report_labels = {
+        "syntax_error": _("Your code has a syntax error, so no test could run."),
+        "time_limit": _("Your code ran out of time."),
+        "memory_limit": _("Your code used more memory than allowed."),
+        "submission_error": _("Your code failed before the tests could call it."),
+    }
+    return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
+            "report_status_label": lambda status: report_labels.get(status, status)}
