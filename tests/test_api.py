@@ -562,3 +562,17 @@ def test_exercise_sync_grades_the_real_solution(tmp_path, monkeypatch):
     with db.transaction(url) as session:
         assert session.get(Exercise, "autograd-basics").max_score == 6
     db.engine_for(url).dispose()
+
+
+def test_a_user_past_the_rate_limit_gets_429_with_retry_after_and_nothing_stored(app, client, basics, auth,
+                                                                                 database_url):
+    app.config["SUBMISSION_RATE_LIMIT"] = "2 per minute"
+    bad = submit(client, auth, {"exercise": "autograd-basics", "source": "", "user": "lms-42"})
+    assert bad.status_code == 422  # a refused submission does not count
+    assert [submit(client, auth).status_code for _ in range(2)] == [202, 202]
+    limited = submit(client, auth)
+    assert_error(limited, 429, "rate_limited")
+    assert int(limited.headers["Retry-After"]) > 0 and "2 per 1 minute" in limited.get_json()["error"]["message"]
+    assert count(database_url, Submission) == 2
+    other = submit(client, auth, {"exercise": "autograd-basics", "source": GOOD_SOURCE, "user": "lms-43"})
+    assert other.status_code == 202  # per user

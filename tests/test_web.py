@@ -301,3 +301,21 @@ def test_every_interface_string_has_a_korean_translation():
     assert not untranslated, f"add these to messages.po: {untranslated}"
     stale = sorted(m.id for m in po if m.id and (mo.get(m.id) is None or mo.get(m.id).string != m.string))
     assert not stale, "messages.mo is older than messages.po: run pybabel compile -d grader/translations"
+
+
+def test_grader_create_user_makes_an_account_that_can_sign_in(site, database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    made = CliRunner().invoke(main, ["create-user", "--email", "Teacher@Example.org", "--role", "instructor"],
+                              input="a long password\na long password\n")
+    assert made.exit_code == 0, made.output
+    again = CliRunner().invoke(main, ["create-user", "--email", "teacher@example.org", "--password", "whatever1"])
+    assert again.exit_code == 1 and "already an account" in again.output
+    short = CliRunner().invoke(main, ["create-user", "--email", "x@example.org", "--password", "short"])
+    assert short.exit_code == 1 and "at least 8" in short.output
+    client = site.test_client()
+    assert sign_in(client, "teacher@example.org", "a long password").status_code == 302
+    assert client.get("/instructor/submissions").status_code == 200
