@@ -135,35 +135,39 @@ def exercise_sync_command() -> None:
     a bundle could not be published (the others are), 2 if nothing can be graded here.
     """
     from grader import catalog, db
-    from grader.engine import SandboxUnavailable, grade
-    from grader.models import Exercise
+    from grader.engine import SandboxUnavailable
     from grader.settings import settings
+    from grader.up import publish
 
     try:
         bundles = catalog.all_exercises(settings().exercises_dir)
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
     db.upgrade()
-    failed = 0
-    for bundle in bundles:
-        try:
-            report = grade(bundle, bundle.file("solution.py").read_text(encoding="utf-8"))
-        except SandboxUnavailable as exc:
-            click.echo(f"error: cannot grade: {exc}", err=True)
-            sys.exit(2)
-        if report.status != "graded" or report.max_score <= 0:
-            # A wrong maximum would mis-scale every score: publish nothing for this one.
-            click.echo(f"FAIL {bundle.slug}: its solution graded {report.status} "
-                       f"({report.message or f'{report.max_score:g} points'}); not published", err=True)
-            failed += 1
-            continue
-        with db.transaction() as session:
-            row = session.get(Exercise, bundle.slug) or Exercise(slug=bundle.slug)
-            row.version, row.title, row.device = bundle.version, dict(bundle.title), bundle.device
-            row.functions, row.max_score, row.published = list(bundle.functions), report.max_score, True
-            session.add(row)
-        click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
+    try:
+        failed = publish(bundles)
+    except SandboxUnavailable as exc:
+        click.echo(f"error: cannot grade: {exc}", err=True)
+        sys.exit(2)
     sys.exit(1 if failed else 0)
+
+
+# ------------------------------------------------------------------ the embedded service
+
+@main.command("up")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the web server listens on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+              help="Port the web server listens on.")
+def up_command(host: str, port: int) -> None:
+    """Run the whole service on this machine: migrate the database, publish the
+    exercises, start Redis (if none listens at a local GRADER_REDIS_URL), a worker
+    and the web server, and print the URL. Ctrl-C stops everything.
+
+    Logs go to ./instance/logs/. Exit status 0 when stopped, 1 if a part failed.
+    """
+    from grader import up
+
+    sys.exit(up.run(host, port))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,421 @@
+"""``grader up``: the whole service on one machine, in one command.
+
+With nothing configured it uses the SQLite file and the Redis URL of grader.settings,
+migrates the database, publishes the exercises that are missing or out of date,
+starts a Redis of its own when none listens at a local Redis URL, one Celery worker
+(with the sweeper's beat inside it) and gunicorn serving the web app, and stays in
+the foreground until Ctrl-C or SIGTERM, which stop all of them. Their logs go to
+./instance/logs/.
+
+Publishing the catalogue (``publish``) lives here too: ``grader exercise sync`` calls
+it for every bundle, ``grader up`` for the ones the database lacks.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import click
+
+INSTRUCTOR_EMAIL = "instructor@localhost"
+READY_PATH = "/api/v1/openapi.json"  # answers without a key
+START_TIMEOUT_S = 240  # a first start on a slow machine imports torch a few times
+STOP_TIMEOUT_S = 10  # per group of children, before they are killed
+
+
+# ------------------------------------------------------------------ publishing the catalogue
+
+def stale(bundles: list, database_url: str | None = None) -> list:
+    """The bundles the database has no row for, or an older version of."""
+    from sqlalchemy import select
+
+    from grader import db
+    from grader.models import Exercise
+
+    with db.transaction(database_url) as session:
+        versions = dict(session.execute(select(Exercise.slug, Exercise.version)).all())
+    return [b for b in bundles if b.slug not in versions or versions[b.slug] < b.version]
+
+
+def publish(bundles: list, database_url: str | None = None) -> int:
+    """Publish bundles into the database at their current versions; returns how many
+    could not be (the others are). Raises SandboxUnavailable when nothing can be graded.
+
+    The maximum score is what grading the bundle's own solution.py reports, so it is
+    the sum of the hidden tests' points as the engine counts them.
+    """
+    from grader import db
+    from grader.engine import grade
+    from grader.models import Exercise
+
+    failed = 0
+    for bundle in bundles:
+        report = grade(bundle, bundle.file("solution.py").read_text(encoding="utf-8"))
+        if report.status != "graded" or report.max_score <= 0:
+            # A wrong maximum would mis-scale every score: publish nothing for this one.
+            click.echo(f"FAIL {bundle.slug}: its solution graded {report.status} "
+                       f"({report.message or f'{report.max_score:g} points'}); not published", err=True)
+            failed += 1
+            continue
+        with db.transaction(database_url) as session:
+            row = session.get(Exercise, bundle.slug) or Exercise(slug=bundle.slug)
+            row.version, row.title, row.device = bundle.version, dict(bundle.title), bundle.device
+            row.functions, row.max_score, row.published = list(bundle.functions), report.max_score, True
+            session.add(row)
+        click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
+    return failed
+
+
+# ------------------------------------------------------------------ the children
+
+class UpError(Exception):
+    """grader up cannot start, or a part of it stopped; the message says which and why."""
+
+
+class _Stop(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived: stop everything and exit 0."""
+
+
+@dataclass
+class Child:
+    name: str  # what the messages call it
+    process: subprocess.Popen
+    log: Path
+    log_start: int  # where this run's lines begin in the (appended) log
+
+    def output(self) -> str:
+        with open(self.log, "rb") as file:
+            file.seek(self.log_start)
+            return file.read().decode("utf-8", "replace")
+
+    def tail(self, lines: int = 20) -> str:
+        return "\n".join("    " + line for line in self.output().splitlines()[-lines:])
+
+
+@dataclass
+class Children:
+    logs: Path
+    env: dict
+    running: list[Child] = field(default_factory=list)
+
+    def start(self, name: str, log_name: str, argv: list[str], **popen) -> Child:
+        log = self.logs / log_name
+        with open(log, "ab") as file:
+            file.write(f"\n==== grader up: {' '.join(argv)}  ({time.strftime('%Y-%m-%d %H:%M:%S')})\n".encode())
+            start = file.tell()
+            # A session of its own: the terminal's Ctrl-C reaches only grader up, which
+            # stops the children in order, and stopping one reaches its whole group
+            # (gunicorn's workers, Celery's pool and beat).
+            popen.setdefault("stdin", subprocess.DEVNULL)
+            process = subprocess.Popen(argv, stdout=file, stderr=subprocess.STDOUT, env=self.env,
+                                       start_new_session=True, **popen)
+        child = Child(name, process, log, start)
+        self.running.append(child)
+        click.echo(f"started {name} (pid {process.pid}); log: {_shown(log)}")
+        return child
+
+    def dead(self) -> Child | None:
+        return next((c for c in self.running if c.process.poll() is not None), None)
+
+    def stop(self) -> None:
+        """The web server and the worker first, together; Redis last (the worker may
+        still hand an unfinished task back to it)."""
+        redis = [c for c in self.running if c.name == "redis-server"]
+        _stop_group([c for c in self.running if c not in redis])
+        _stop_group(redis)
+        self.running.clear()
+
+
+def _signal_group(child: Child, signum: int) -> None:
+    try:
+        os.killpg(child.process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_group(children: list[Child]) -> None:
+    for child in children:
+        if child.process.poll() is None:
+            _signal_group(child, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for child in children:
+        try:
+            child.process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            click.echo(f"{child.name} (pid {child.process.pid}) did not stop in {STOP_TIMEOUT_S} s; killing it",
+                       err=True)
+        # Whatever of its group is left (a pool process, a worker the master lost) goes too.
+        _signal_group(child, signal.SIGKILL)
+        child.process.wait()
+
+
+# ------------------------------------------------------------------ helpers
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _is_local(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    """How a URL spells HOST (an address everybody can reach for a wildcard)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _answers(host: str, port: int, path: str) -> bool:
+    """GET answers 200. http.client, not urllib: no proxy from the environment applies."""
+    connection = http.client.HTTPConnection(_url_host(host).strip("[]"), port, timeout=5)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UpError(f"cannot listen on {host}:{port} ({exc.strerror}); "
+                          f"choose another port with --port") from None
+
+
+def _gunicorn_extras() -> list[str]:
+    """Newer gunicorns open a control socket under ~/.gunicorn: none here, so that two
+    of these can run side by side and nothing is left outside ./instance."""
+    from gunicorn.config import KNOWN_SETTINGS
+
+    flags = {flag for setting in KNOWN_SETTINGS for flag in (setting.cli or ())}
+    return ["--no-control-socket"] if "--no-control-socket" in flags else []
+
+
+def _gpu_present() -> bool:
+    return Path("/dev/nvidiactl").exists()
+
+
+# ------------------------------------------------------------------ the steps
+
+def _redis(children: Children, redis_url: str, instance: Path) -> None:
+    """Use the Redis at redis_url; start one there if it is local and nothing listens."""
+    parts = urlsplit(redis_url)
+    if parts.scheme not in ("redis", "rediss"):
+        return  # a unix socket or a sentinel: somebody else runs it
+    host, port = parts.hostname or "127.0.0.1", parts.port or 6379
+    if _listens(host, port):
+        click.echo(f"using the Redis at {host}:{port}")
+        return
+    if not _is_local(host):
+        raise UpError(f"nothing answers at {host}:{port} (GRADER_REDIS_URL); start that Redis, "
+                      f"or unset GRADER_REDIS_URL to let grader up start one here")
+    server = shutil.which("redis-server")
+    if server is None:
+        raise UpError(f"no Redis listens at {host}:{port} and redis-server is not installed; install it "
+                      f"(Debian/Ubuntu: sudo apt-get install redis-server) or point GRADER_REDIS_URL at a Redis")
+    data = instance / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    bind = "127.0.0.1" if host == "localhost" else host
+    # No snapshots and no append-only file: submissions live in the database, and
+    # the sweeper re-sends any task lost with this Redis.
+    argv = [server, "--port", str(port), "--bind", bind, "--save", "", "--appendonly", "no",
+            "--dir", str(data), "--logfile", "", "--daemonize", "no"]
+    if parts.password:
+        argv[1:1] = ["-"]  # the password is read from stdin, not shown in ps
+    child = children.start("redis-server", "redis.log", argv,
+                           **({"stdin": subprocess.PIPE} if parts.password else {}))
+    if parts.password:
+        child.process.stdin.write(f'requirepass "{parts.password}"\n'.encode())
+        child.process.stdin.close()
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=2)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            client.ping()
+            break
+        except redis_py.RedisError:
+            if child.process.poll() is not None or time.monotonic() > deadline:
+                raise UpError(f"the Redis it started did not come up; the end of {_shown(child.log)}:\n"
+                              f"{child.tail()}") from None
+            time.sleep(0.1)
+    client.close()
+
+
+def _first_instructor(database_url: str) -> tuple[str, str] | None:
+    """(email, password) of the instructor account made now, where there is none yet."""
+    from sqlalchemy import select
+
+    from grader import db
+    from grader.models import User
+    from grader.users import AccountError, create_user
+
+    with db.transaction(database_url) as session:
+        if session.scalar(select(User.id).where(User.role == "instructor").limit(1)) is not None:
+            return None
+        password = secrets.token_urlsafe(12)
+        try:
+            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role="instructor")
+        except AccountError as exc:
+            click.echo(f"no instructor account was made: {exc}", err=True)
+            return None
+    return INSTRUCTOR_EMAIL, password
+
+
+def _publish_stale(database_url: str) -> None:
+    from grader import catalog
+    from grader.engine import SandboxUnavailable
+    from grader.engine.grading import shutdown
+    from grader.settings import settings
+
+    try:
+        bundles = stale(catalog.all_exercises(settings().exercises_dir), database_url)
+    except catalog.CatalogError as exc:
+        raise UpError(f"the catalogue cannot be loaded: {exc}") from None
+    if not bundles:
+        return
+    click.echo(f"publishing {len(bundles)} exercise(s): grading each reference solution")
+    try:
+        failed = publish(bundles, database_url)
+    except SandboxUnavailable as exc:
+        raise UpError(f"cannot grade here: {exc}") from None
+    finally:
+        shutdown()  # this process grades nothing more: free its warm sandbox
+    if failed:
+        click.echo(f"{failed} exercise(s) could not be published; the others are", err=True)
+
+
+def _wait_until_ready(children: Children, worker: Child, host: str, port: int) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    web_ready = worker_ready = False
+    while not (web_ready and worker_ready):
+        _check_alive(children)
+        web_ready = web_ready or _answers(host, port, READY_PATH)
+        worker_ready = worker_ready or " ready." in worker.output()
+        if time.monotonic() > deadline:
+            waiting = [n for n, ok in (("the web server", web_ready), ("the worker", worker_ready)) if not ok]
+            raise UpError(f"{' and '.join(waiting)} did not become ready in {START_TIMEOUT_S} s; "
+                          f"see {_shown(children.logs)}")
+        time.sleep(0.2)
+
+
+def _check_alive(children: Children) -> None:
+    child = children.dead()
+    if child is not None:
+        raise UpError(f"{child.name} (pid {child.process.pid}) exited with status {child.process.returncode}; "
+                      f"the end of {_shown(child.log)}:\n{child.tail()}")
+
+
+def _on_signal(signum, _frame) -> None:
+    raise _Stop(signum)
+
+
+def _ignore(signals) -> None:
+    """While stopping: a second Ctrl-C must not cut the stopping short."""
+    for signum in signals:
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def run(host: str = "127.0.0.1", port: int = 8000) -> int:
+    """Start everything, wait until stopped. Returns the exit status: 0 when stopped by
+    a signal, 1 when something could not start or died."""
+    from grader import db
+    from grader.settings import settings
+
+    config = settings()
+    instance = Path.cwd() / "instance"
+    logs = instance / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GRADER_DATABASE_URL": config.database_url, "GRADER_REDIS_URL": config.redis_url,
+           "PYTHONUNBUFFERED": "1"}
+    children = Children(logs, env)
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    started = time.monotonic()
+    try:
+        _check_port_free(host, port)
+        click.echo(f"database: {config.database_url}")
+        db.upgrade(config.database_url)
+        db.engine_for(config.database_url).dispose()
+        _redis(children, config.redis_url, instance)
+        queues = "cpu,gpu" if config.gpu_queue or _gpu_present() else "cpu"
+        worker = children.start("the Celery worker", "worker.log", [
+            sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", queues,
+            "--concurrency", "1", "-B", "--schedule-filename", str(instance / "celerybeat-schedule"),
+            "--without-gossip", "--without-mingle", "--hostname", "grader-up@%h", "-l", "info"])
+        children.start("gunicorn", "web.log", [
+            sys.executable, "-m", "gunicorn", "--bind", f"{_bind(host)}:{port}",
+            # One process, several threads: per-process state (rate-limit counters kept in
+            # memory, the secret key made on first start) then has a single owner.
+            "--workers", "1", "--worker-class", "gthread", "--threads", "8",
+            "--graceful-timeout", "5", "--access-logfile", "-", "--error-logfile", "-",
+            *_gunicorn_extras(), "grader.app:create_app()"])
+        _publish_stale(config.database_url)  # while the children boot
+        _wait_until_ready(children, worker, host, port)
+        # Only now, so that a password is never made and then lost to a failed start.
+        account = _first_instructor(config.database_url)
+        db.engine_for(config.database_url).dispose()
+        url = f"http://{_url_host(host)}:{port}/"
+        if account:
+            click.echo(f"an instructor account was made; its password is shown only this once:\n"
+                       f"    email:    {account[0]}\n    password: {account[1]}")
+        click.echo(f"logs: {_shown(logs)}/   (stop with Ctrl-C)")
+        click.echo(f"grader is up: {url}   (in {time.monotonic() - started:.1f} s)")
+        while True:
+            _check_alive(children)
+            time.sleep(0.5)
+    except _Stop:
+        _ignore(previous)
+        click.echo("stopping...")
+        children.stop()
+        click.echo("stopped")
+        return 0
+    except UpError as exc:
+        _ignore(previous)
+        click.echo(f"grader up: {exc}", err=True)
+        if children.running:
+            click.echo("stopping the others...", err=True)
+        children.stop()
+        return 1
+    finally:
+        children.stop()  # on any other exception too; a no-op once stopped
+        for s, handler in previous.items():
+            signal.signal(s, handler)
