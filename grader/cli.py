@@ -80,6 +80,27 @@ def db_upgrade_command() -> None:
     click.echo("the database schema is up to date", err=True)
 
 
+# ------------------------------------------------------------------ accounts
+
+@main.command("create-user")
+@click.option("--email", required=True, help="The email the user signs in with.")
+@click.option("--role", default="student", show_default=True, type=click.Choice(("student", "instructor")))
+@click.option("--name", default="", help="The name pages show (default: the email's local part).")
+@click.password_option(help="The password (asked for when not given; at least 8 characters).")
+def create_user_command(email: str, role: str, name: str, password: str) -> None:
+    """Create a local account, such as the first instructor."""
+    from grader import db, users
+
+    db.upgrade()
+    try:
+        with db.transaction() as session:
+            user = users.create_user(session, email=email, password=password, role=role, name=name)
+            email = user.email
+    except users.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created {role} {email}", err=True)
+
+
 # ------------------------------------------------------------------ api keys
 
 @main.group("api-key")
