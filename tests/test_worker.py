@@ -3,9 +3,6 @@ one submission from a committed row to a stored report."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +11,7 @@ import pytest
 
 from grader import catalog, db, submissions
 from grader.models import Exercise, Submission, User, now
+from tests.live import start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -30,29 +28,6 @@ def service(database_url, redis, monkeypatch):
                              device=exercise.device, max_score=6, functions=list(exercise.functions)))
         session.add(User(email="student@example.org", name="Student", role="student"))
     return database_url
-
-
-def start_worker(tmp_path: Path, name: str) -> subprocess.Popen:
-    """A real worker process consuming the cpu queue, once it says it is ready."""
-    log = tmp_path / f"{name}.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu", "--pool", "solo",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
-        cwd=ROOT, env={**os.environ}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while "ready" not in log.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-        time.sleep(0.2)
-    return process
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture

@@ -1,0 +1,89 @@
+"""End to end in a real browser: Debian's Chromium, driven by Playwright, against the
+web app served over HTTP, a real Celery worker and a real database and Redis."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader import catalog, db, users
+from grader.models import Exercise
+from tests.live import serve, start_worker, stop
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = ROOT / "exercises" / "autograd-basics"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Slow enough (0.4 s a call) that the progress bar is seen moving before the report.
+SLOW_WRONG = (BASICS / "mutants" / "backward_twice.py").read_text().replace(
+    "def grad_2xtx(x):", "def grad_2xtx(x):\n    __import__('time').sleep(0.4)", 1)
+RIGHT = (BASICS / "solution.py").read_text()
+
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)]
+
+
+@pytest.fixture
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
+    with playwright_api.sync_playwright() as playwright:
+        # --no-sandbox: the tests may run as root, where Chromium's own sandbox refuses to start;
+        # the rest keep it from reaching for the network (closed here) at every start.
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def live_site(app, database_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    bundle = catalog.find("autograd-basics")
+    with db.transaction(database_url) as session:
+        session.add(Exercise(slug=bundle.slug, version=bundle.version, title=bundle.title, device=bundle.device,
+                             max_score=6, functions=list(bundle.functions)))
+        users.create_user(session, email="ada@example.org", password="correct horse", name="Ada")
+    worker = start_worker(tmp_path, "worker")
+    try:
+        with serve(app) as url:
+            yield url
+    finally:
+        stop(worker)
+
+
+def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korean(browser, live_site):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(locale="en-US")
+    page.set_default_timeout(60_000)
+    page.goto(live_site + "/exercises/autograd-basics")
+    page.get_by_label("Email").fill("ada@example.org")
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Your first gradient")
+
+    page.get_by_label("Paste your code (Python)").fill(SLOW_WRONG)
+    page.get_by_role("button", name="Submit", exact=True).click()
+    bar = page.locator("progress#bar")
+    expect(bar).to_be_visible()
+    # The bar moves as the worker reports tests done, before the report replaces it.
+    page.wait_for_function("() => { const b = document.getElementById('bar'); return b && b.value >= 1; }")
+    expect(page.locator(".score")).to_contain_text("Score: 0 / 6")
+    expect(page.locator(".hint").first).to_contain_text("accumulate")
+    wrong = page.url
+
+    page.get_by_role("link", name="Back to the exercise").click()
+    page.get_by_label("Paste your code (Python)").fill(RIGHT)
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator(".score")).to_contain_text("Score: 6 / 6")
+
+    page.goto(wrong)  # the wrong submission's report again, and the interface in Korean
+    page.get_by_label("Language").select_option("ko")
+    page.get_by_role("button", name="Change").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ko")
+    expect(page.locator(".score")).to_contain_text("점수: 0 / 6")
+    expect(page.locator(".hint").first).to_contain_text("힌트")
+    expect(page.get_by_role("link", name="문제 목록").first).to_be_visible()
