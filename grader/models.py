@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from grader.db import Base
@@ -47,7 +47,33 @@ class Exercise(Base):
     max_score: Mapped[float] = mapped_column(Float, default=0.0)
     functions: Mapped[list] = mapped_column(JSON, default=list)
     published: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The uploaded bundle it is graded with; None: the catalogue folder on disk.
+    bundle_id: Mapped[int | None] = mapped_column(ForeignKey("bundles.id"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+# checking -> published, or rejected (the check table or the error says why)
+BUNDLE_STATUSES = ("checking", "published", "rejected")
+
+
+class Bundle(Base):
+    """An exercise bundle an instructor uploaded: the zip itself, kept so that every
+    worker grades with the same files, and what the catalogue's check made of it."""
+
+    __tablename__ = "bundles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(100), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    device: Mapped[str] = mapped_column(String(10))
+    archive: Mapped[bytes] = mapped_column(LargeBinary)
+    sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20), default="checking")
+    check_rows: Mapped[list | None] = mapped_column(JSON)  # catalog.CheckRow as dicts
+    error: Mapped[str | None] = mapped_column(Text)
+    uploaded_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Submission(Base):
