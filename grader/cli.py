@@ -158,19 +158,59 @@ def exercise_sync_command() -> None:
     from grader import catalog, db
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
-    from grader.up import publish
+    from grader.up import publish, unpublish_missing
 
     try:
         bundles = catalog.all_exercises(settings().exercises_dir)
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
     db.upgrade()
+    unpublish_missing(bundles)
     try:
         failed = publish(bundles)
     except SandboxUnavailable as exc:
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
     sys.exit(1 if failed else 0)
+
+
+@exercise_group.command("add")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+def exercise_add_command(path: Path) -> None:
+    """Add or update an exercise from PATH, a bundle folder or a zip of one.
+
+    The bundle is stored, checked here as a worker would check an upload (the
+    reference scores full marks, the starter less, every mutant fails as declared),
+    and published only if every check holds. Prints the check's table. Exit status 1
+    if it was rejected, 2 if nothing can be graded here.
+    """
+    from grader import bundles, catalog, db
+    from grader.engine import SandboxUnavailable
+    from grader.models import Bundle
+
+    archive = bundles.pack(path) if path.is_dir() else path.read_bytes()
+    db.upgrade()
+    try:
+        with db.transaction() as session:
+            bundle_id = bundles.receive(session, archive).id
+    except bundles.BundleError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        status = bundles.check_and_publish(bundle_id)
+    except SandboxUnavailable as exc:
+        with db.transaction() as session:
+            session.delete(session.get(Bundle, bundle_id))  # not checked: leave nothing behind
+        click.echo(f"error: cannot grade: {exc}", err=True)
+        sys.exit(2)
+    with db.transaction() as session:
+        bundle = session.get(Bundle, bundle_id)
+        rows = [catalog.CheckRow(**row) for row in bundle.check_rows or []]
+        slug, version, error = bundle.slug, bundle.version, bundle.error
+    if rows:
+        click.echo(catalog.format_check(rows))
+    if status != "published":
+        raise click.ClickException(f"{slug} v{version} was not published: {error}")
+    click.echo(f"published {slug} v{version}", err=True)
 
 
 # ------------------------------------------------------------------ the embedded service

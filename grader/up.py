@@ -71,11 +71,34 @@ def publish(bundles: list, database_url: str | None = None) -> int:
             continue
         with db.transaction(database_url) as session:
             row = session.get(Exercise, bundle.slug) or Exercise(slug=bundle.slug)
+            if row.bundle_id is not None and row.version >= bundle.version:
+                # An instructor uploaded a newer (or the same) version: it stays.
+                click.echo(f"skip {bundle.slug} v{bundle.version}: uploaded version {row.version} is published")
+                continue
             row.version, row.title, row.device = bundle.version, dict(bundle.title), bundle.device
             row.functions, row.max_score, row.published = list(bundle.functions), report.max_score, True
+            row.bundle_id = None
             session.add(row)
         click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
     return failed
+
+
+def unpublish_missing(bundles: list, database_url: str | None = None) -> list[str]:
+    """Withdraw the exercises published from catalogue folders that are gone (their
+    rows and submissions stay; students no longer see them). Uploaded ones stay."""
+    from sqlalchemy import select
+
+    from grader import db
+    from grader.models import Exercise
+
+    present = {b.slug for b in bundles}
+    with db.transaction(database_url) as session:
+        query = select(Exercise).where(Exercise.published.is_(True), Exercise.bundle_id.is_(None))
+        gone = session.scalars(query.where(Exercise.slug.not_in(present)) if present else query).all()
+        for row in gone:
+            row.published = False
+            click.echo(f"gone {row.slug}: its folder is no longer in the catalogue; unpublished")
+        return [row.slug for row in gone]
 
 
 # ------------------------------------------------------------------ the children

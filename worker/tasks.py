@@ -13,8 +13,8 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from grader import catalog, db
-from grader.models import Submission, now
+from grader import bundles, catalog, db
+from grader.models import Bundle, Submission, now
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
 from worker.app import GRADE_HARD_LIMIT, celery
 
@@ -42,6 +42,10 @@ def grade_submission(self, submission_id: str) -> str:
         row.status, row.attempts, row.started_at = "running", row.attempts + 1, now()
         row.deadline = now() + timedelta(seconds=GRADE_HARD_LIMIT)
         slug, source = row.exercise_slug, row.source
+        try:
+            exercise = bundles.exercise_for(session, slug)
+        except (catalog.CatalogError, bundles.BundleError) as exc:
+            exercise, unreadable = None, str(exc)
 
     def progress(done: int, total: int) -> None:
         with db.transaction() as session:
@@ -49,10 +53,11 @@ def grade_submission(self, submission_id: str) -> str:
             if row is not None and row.status == "running":
                 row.progress_done, row.progress_total = done, total
 
+    if exercise is None:
+        return _infrastructure_failure(self, submission_id, f"the exercise cannot be loaded: {unreadable}")
     try:
-        exercise = catalog.find(slug)
         report = grade(exercise, source, on_progress=progress)
-    except (SandboxUnavailable, catalog.CatalogError) as exc:
+    except SandboxUnavailable as exc:
         return _infrastructure_failure(self, submission_id, str(exc))
     if report.status in INFRASTRUCTURE:
         return _infrastructure_failure(self, submission_id, report.message or report.status)
@@ -100,3 +105,20 @@ def sweep_stuck() -> int:
     for submission_id, device in resent:
         enqueue(submission_id, device)
     return len(resent)
+
+
+@celery.task(name=bundles.CHECK_TASK, acks_late=True, time_limit=GRADE_HARD_LIMIT * 4,
+             soft_time_limit=GRADE_HARD_LIMIT * 4 - 30)
+def check_bundle(bundle_id: int) -> str:
+    """Check an uploaded bundle and publish it if every check holds."""
+    from grader.engine import SandboxUnavailable
+
+    try:
+        return bundles.check_and_publish(bundle_id)
+    except (SandboxUnavailable, catalog.CatalogError, bundles.BundleError) as exc:
+        log.warning("could not check bundle %s: %s", bundle_id, exc)
+        with db.transaction() as session:
+            bundle = session.get(Bundle, bundle_id, with_for_update=True)
+            if bundle is not None and bundle.status == "checking":
+                bundle.status, bundle.error, bundle.checked_at = "rejected", f"could not be checked: {exc}", now()
+        return "rejected"

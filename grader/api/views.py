@@ -16,7 +16,7 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from grader import catalog, db, submissions
+from grader import bundles, catalog, db, submissions
 from grader.api import keys
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import limiter
@@ -118,8 +118,9 @@ def get_exercise(slug: str):
 def _statement(slug: str) -> dict:
     """The statement from the catalogue bundle; nulls if the bundle is gone (the row outlives it)."""
     try:
-        bundle = catalog.find(slug, current_app.config["EXERCISES_DIR"])
-    except catalog.CatalogError:
+        with db.transaction(_database_url()) as session:
+            bundle = bundles.exercise_for(session, slug, current_app.config["EXERCISES_DIR"])
+    except (catalog.CatalogError, bundles.BundleError):
         log.warning("exercise %s is published but its bundle cannot be loaded", slug, exc_info=True)
         return {"en": None, "ko": None}
     korean = bundle.file("README.ko.md")

@@ -11,7 +11,7 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 
-from grader import catalog, db, submissions
+from grader import bundles, catalog, db, submissions
 from grader.extensions import limiter
 from grader.models import Exercise, Submission
 from grader.settings import MAX_SOURCE_BYTES
@@ -60,8 +60,9 @@ def exercises():
 
 def statement(slug: str) -> str | None:
     try:
-        return catalog.find(slug, current_app.config["EXERCISES_DIR"]).statement(lang())
-    except catalog.CatalogError:
+        with db.transaction(database_url()) as s:
+            return bundles.exercise_for(s, slug, current_app.config["EXERCISES_DIR"]).statement(lang())
+    except (catalog.CatalogError, bundles.BundleError):
         log.warning("exercise %s is published but its bundle cannot be read", slug, exc_info=True)
         return None
 
@@ -173,5 +174,7 @@ def page_helpers() -> dict:
         "memory_limit": _("Your code used more memory than allowed."),
         "submission_error": _("Your code failed before the tests could call it."),
     }
+    bundle_labels = {"checking": _("Checking…"), "published": _("Published"), "rejected": _("Rejected")}
     return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
+            "bundle_label": lambda status: bundle_labels.get(status, status),
             "report_status_label": lambda status: report_labels.get(status, status)}

@@ -1,0 +1,229 @@
+"""Instructors add exercises as bundles: an upload is refused with a reason, or checked
+by a real worker and published only if every check holds; `grader exercise add` does
+the same from the command line; `grader exercise sync` withdraws folders that are gone."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import stat
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from grader import bundles, catalog, db, users
+from grader.cli import main
+from grader.models import Bundle, Exercise, Submission
+from tests.live import start_worker, stop
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = ROOT / "exercises" / "autograd-basics"
+
+
+def bundle_folder(tmp_path: Path, version: int = 2, title: str = "Uploaded gradients") -> Path:
+    """autograd-basics, copied and raised to `version`, with a statement that says it was uploaded."""
+    folder = tmp_path / f"autograd-basics-v{version}"
+    shutil.copytree(BASICS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = folder / "exercise.toml"
+    toml.write_text(toml.read_text().replace("version = 1", f"version = {version}"))
+    (folder / "README.md").write_text(f"# {title}\n\nThis statement came with the upload.\n")
+    return folder
+
+
+def zipped(entries: dict[str, bytes | str], links: tuple[str, ...] = ()) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+        for name in links:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def published(database_url, monkeypatch, tmp_path):
+    """autograd-basics published from the catalogue at version 1, and an instructor."""
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    monkeypatch.setenv("GRADER_BUNDLE_CACHE", str(tmp_path / "cache"))
+    exercise = catalog.find("autograd-basics")
+    with db.transaction(database_url) as session:
+        session.add(Exercise(slug=exercise.slug, version=1, title=exercise.title, device=exercise.device,
+                             max_score=6, functions=list(exercise.functions)))
+        users.create_user(session, email="ines@example.org", password="correct horse", role="instructor",
+                          name="Ines")
+    return database_url
+
+
+def count_bundles(database_url: str) -> int:
+    with db.transaction(database_url) as session:
+        return session.scalar(select(func.count()).select_from(Bundle))
+
+
+# ------------------------------------------------------------------ what is refused
+
+@pytest.mark.parametrize("archive, says", [
+    (b"not a zip at all", "not a zip archive"),
+    (zipped({"../evil/exercise.toml": "x"}), "points outside the bundle"),
+    (zipped({"/etc/exercise.toml": "x"}), "points outside the bundle"),
+    (zipped({"bundle/exercise.toml": "x"}, links=("bundle/solution.py",)), "is a link"),
+    (zipped({"README.md": "# no metadata"}), "no exercise.toml"),
+    (zipped({"b/exercise.toml": 'slug = "Bad Slug"\nversion = 1'}), "slug 'Bad Slug'"),
+    (zipped({"b/exercise.toml": 'slug = "x"\nversion = 1\nfunctions = ["f"]\n[title]\nen = "X"'}), "missing README.md"),
+])
+def test_a_broken_upload_says_what_is_wrong_and_stores_nothing(published, archive, says):
+    with pytest.raises(bundles.BundleError, match=re.escape(says)):
+        with db.transaction(published) as session:
+            bundles.receive(session, archive)
+    assert count_bundles(published) == 0
+
+
+def test_an_upload_too_large_to_unpack_is_refused(published, monkeypatch):
+    monkeypatch.setattr(bundles, "MAX_UNPACKED_BYTES", 1000)
+    with pytest.raises(bundles.BundleError, match="unpacks to more than 1000 bytes"):
+        with db.transaction(published) as session:
+            bundles.receive(session, zipped({"b/exercise.toml": "x" * 2000}))
+
+
+def test_an_upload_must_raise_the_published_version(published, tmp_path):
+    same = bundles.pack(bundle_folder(tmp_path, version=1))
+    with pytest.raises(bundles.BundleError, match="published at version 1; raise 'version'"):
+        with db.transaction(published) as session:
+            bundles.receive(session, same)
+    assert count_bundles(published) == 0
+
+
+def test_a_packed_folder_unpacks_to_the_same_bundle(tmp_path):
+    folder = bundle_folder(tmp_path)
+    root = bundles.unpack(bundles.pack(folder), tmp_path / "out")
+    assert catalog.load(root).version == 2
+    assert sorted(p.relative_to(root) for p in root.rglob("*.py")) == sorted(
+        p.relative_to(folder) for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+# ------------------------------------------------------------------ checked on a worker, then published
+
+def sign_in(client, email: str = "ines@example.org"):
+    page = client.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    assert client.post("/login", data={"email": email, "password": "correct horse", "csrf_token": csrf}
+                       ).status_code == 302
+
+
+def upload(client, archive: bytes):
+    page = client.get("/instructor/exercises").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    return client.post("/instructor/bundles", data={"csrf_token": csrf, "bundle": (io.BytesIO(archive), "b.zip")},
+                       content_type="multipart/form-data")
+
+
+def wait_for_check(client, location: str, seconds: float = 180) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        page = client.get(location).get_data(as_text=True)
+        if "Checking" not in page:
+            return page
+        time.sleep(0.5)
+    raise AssertionError(f"still checking after {seconds} s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(published, app, tmp_path):
+    from grader import submissions
+
+    client = app.test_client()
+    sign_in(client)
+    good = bundles.pack(bundle_folder(tmp_path, version=2))
+    broken_folder = bundle_folder(tmp_path, version=3)
+    (broken_folder / "solution.py").write_text((BASICS / "mutants" / "forgot_factor.py").read_text())
+    broken = bundles.pack(broken_folder)
+
+    worker = start_worker(tmp_path, "worker")
+    try:
+        accepted = upload(client, good)
+        assert accepted.status_code == 303
+        page = wait_for_check(client, accepted.location)
+        assert "Published" in page and "violated" not in page
+        assert "mutant:backward_twice" in page and "full marks" in page
+        with db.transaction(published) as session:
+            row = session.get(Exercise, "autograd-basics")
+            assert row.version == 2 and row.bundle_id is not None and row.max_score == 6
+        # Students see the uploaded statement, and their code is graded against version 2.
+        assert "This statement came with the upload." in client.get("/exercises/autograd-basics").get_data(
+            as_text=True)
+        with db.transaction(published) as session:
+            student = users.create_user(session, email="ada@example.org", password="correct horse")
+            submission_id = submissions.create(session, user=student, exercise_slug="autograd-basics",
+                                               source=(BASICS / "solution.py").read_text()).id
+        submissions.enqueue(submission_id, "any")
+
+        rejected = upload(client, broken)
+        page = wait_for_check(client, rejected.location)
+        assert "Rejected" in page and "violated" in page
+        deadline = time.monotonic() + 120
+        while True:
+            with db.transaction(published) as session:
+                graded = session.get(Submission, submission_id)
+            if graded.status in ("graded", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+    finally:
+        stop(worker)
+    assert graded.status == "graded" and graded.score == 6 and graded.exercise_version == 2
+    with db.transaction(published) as session:
+        assert session.get(Exercise, "autograd-basics").version == 2  # the rejected v3 changed nothing
+    listing = client.get("/instructor/exercises").get_data(as_text=True)
+    assert "Rejected" in listing and "Published" in listing
+
+
+def test_uploading_is_for_instructors_only(published, app):
+    with db.transaction(published) as session:
+        users.create_user(session, email="ada@example.org", password="correct horse")
+    client = app.test_client()
+    sign_in(client, "ada@example.org")
+    assert client.get("/instructor/exercises").status_code == 403
+    assert client.post("/instructor/bundles").status_code in (400, 403)  # no CSRF token, or no right
+    assert count_bundles(published) == 0
+
+
+def test_a_refused_upload_shows_its_reason_on_the_page(published, app):
+    client = app.test_client()
+    sign_in(client)
+    answer = upload(client, b"not a zip")
+    assert answer.status_code == 422 and "not a zip archive" in answer.get_data(as_text=True)
+    assert count_bundles(published) == 0
+
+
+# ------------------------------------------------------------------ the command line
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_grader_exercise_add_checks_here_and_publishes(published, tmp_path):
+    folder = bundle_folder(tmp_path, version=2)
+    added = CliRunner().invoke(main, ["exercise", "add", str(folder)])
+    assert added.exit_code == 0, added.output
+    assert "mutant:returns_y" in added.output and "checks hold" in added.output
+    again = CliRunner().invoke(main, ["exercise", "add", str(folder)])
+    assert again.exit_code == 1 and "published at version 2" in again.output
+    with db.transaction(published) as session:
+        assert session.get(Exercise, "autograd-basics").version == 2
+        assert session.scalar(select(func.count()).select_from(Bundle)) == 1
+
+
+def test_grader_exercise_sync_withdraws_folders_that_are_gone(published, tmp_path, monkeypatch):
+    from grader import up
+
+    with db.transaction(published) as session:
+        session.add(Exercise(slug="old-exercise", version=1, title={"en": "Old"}, device="cpu", max_score=1,
+                             functions=["f"]))
+    assert up.unpublish_missing([catalog.find("autograd-basics")]) == ["old-exercise"]
+    with db.transaction(published) as session:
+        assert session.get(Exercise, "old-exercise").published is False
+        assert session.get(Exercise, "autograd-basics").published is True
