@@ -36,12 +36,17 @@ def create_app(config: dict | None = None) -> Flask:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
+        REDIS_URL=defaults.redis_url,  # LTI nonces, states and launch data
     )
+    if defaults.cookie_secure:
+        # Served over HTTPS: an LMS shows the pages in an iframe of another site, where only
+        # a SameSite=None cookie (which must be Secure) comes along.
+        app.config.update(SESSION_COOKIE_SECURE=True, SESSION_COOKIE_SAMESITE="None")
     app.config.update(config or {})
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret()
 
-    from grader import api, web
+    from grader import api, lti, web
     from grader.extensions import babel, csrf, limiter, locale
 
     csrf.init_app(app)
@@ -50,6 +55,16 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.exempt(api.bp)  # bearer keys, not cookies: nothing for a forged form to ride on
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)
+    # The LMS posts these cross-site; state, nonce and the platform's signature protect them.
+    csrf.exempt(lti.views.login)
+    csrf.exempt(lti.views.launch)
+    app.register_blueprint(lti.bp)
+    if defaults.trusted_proxies:
+        # Behind a proxy that terminates HTTPS: the scheme, host and client as the proxy saw them.
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        n = defaults.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n, x_prefix=n)
 
     app.register_error_handler(HTTPException, _http_error)
     return app

@@ -231,5 +231,10 @@ def up_command(host: str, port: int) -> None:
     sys.exit(up.run(host, port))
 
 
+from grader.lti.cli import lti as _lti  # noqa: E402
+
+main.add_command(_lti)
+
+
 if __name__ == "__main__":
     main()

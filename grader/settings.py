@@ -31,6 +31,13 @@ class Settings:
     gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
     secret_key: str | None  # signs the web sessions; None: one kept in ./instance/secret_key
     submission_rate_limit: str  # per user, Flask-Limiter's notation
+    # Served over HTTPS (behind a proxy, say): session cookies SameSite=None; Secure, as an
+    # LMS iframe needs. Off for plain-HTTP development.
+    cookie_secure: bool
+    trusted_proxies: int  # proxies in front that set X-Forwarded-*; 0: trust none (ProxyFix off)
+    lti_score_policy: str  # what goes to the LMS gradebook: "best" or "latest"
+    http_timeout_s: float  # each outgoing HTTP request (LMS services, webhooks)
+    retry_base_s: float  # first back-off of score passback and webhook deliveries; doubles
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -47,6 +54,11 @@ class Settings:
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
             secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
             submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
+            cookie_secure=_flag("GRADER_COOKIE_SECURE"),
+            trusted_proxies=int(os.environ.get("GRADER_TRUSTED_PROXIES", 0)),
+            lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),
+            http_timeout_s=float(os.environ.get("GRADER_HTTP_TIMEOUT_S", 10)),
+            retry_base_s=float(os.environ.get("GRADER_RETRY_BASE_S", 30)),
         )
 
 

@@ -20,7 +20,8 @@ GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else G
 
 def make_celery() -> Celery:
     config = settings()
-    app = Celery("grader", broker=config.redis_url, include=["worker.tasks"])
+    app = Celery("grader", broker=config.redis_url,
+                 include=["worker.tasks", "grader.lti.tasks", "grader.webhook_tasks"])
     app.conf.update(
         task_default_queue="cpu",
         task_acks_late=True,                # a task is done when graded, not when received
@@ -30,6 +31,9 @@ def make_celery() -> Celery:
         task_time_limit=GRADE_HARD_LIMIT,
         broker_transport_options={"visibility_timeout": GRADE_HARD_LIMIT * 2},
         broker_connection_retry_on_startup=True,
+        # A Redis blip must not cut a grade short: it finishes and is stored; the copy
+        # Redis may deliver again finds the row graded and does nothing.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_ignore_result=True,            # results live in the database
         beat_schedule={"sweep-stuck-submissions": {"task": "grader.sweep_stuck", "schedule": 30.0}},
     )

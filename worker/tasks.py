@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from grader import bundles, catalog, db
+from grader.lti.hooks import after_grade
 from grader.models import Bundle, Submission, now
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
 from worker.app import GRADE_HARD_LIMIT, celery
@@ -28,6 +29,7 @@ INFRASTRUCTURE = ("sandbox_error", "internal_error")
 def grade_submission(self, submission_id: str) -> str:
     from grader.engine import SandboxUnavailable, grade
 
+    exercise = unreadable = None
     with db.transaction() as session:
         row = session.get(Submission, submission_id, with_for_update=True)
         if row is None:
@@ -35,17 +37,30 @@ def grade_submission(self, submission_id: str) -> str:
             return "missing"
         if row.status in ("graded", "failed"):
             return row.status  # already done: a redelivered task changes nothing
-        if row.attempts >= MAX_ATTEMPTS:
+        gave_up = row.attempts >= MAX_ATTEMPTS
+        if gave_up:
             row.status, row.finished_at = "failed", now()
             row.failure_reason = row.failure_reason or "grading was attempted too many times"
-            return row.status
-        row.status, row.attempts, row.started_at = "running", row.attempts + 1, now()
-        row.deadline = now() + timedelta(seconds=GRADE_HARD_LIMIT)
-        slug, source = row.exercise_slug, row.source
-        try:
-            exercise = bundles.exercise_for(session, slug)
-        except (catalog.CatalogError, bundles.BundleError) as exc:
-            exercise, unreadable = None, str(exc)
+        else:
+            # Claim the row only if nobody did since it was read: SELECT ... FOR UPDATE
+            # locks nothing on SQLite, so two workers handed the same task at once are
+            # told apart by the attempt count.
+            claimed = session.execute(
+                update(Submission).where(Submission.id == submission_id, Submission.attempts == row.attempts,
+                                         Submission.status.in_(("queued", "running")))
+                .values(status="running", attempts=row.attempts + 1, started_at=now(),
+                        deadline=now() + timedelta(seconds=GRADE_HARD_LIMIT))
+                .execution_options(synchronize_session=False))
+            if claimed.rowcount != 1:
+                return "claimed elsewhere"
+            try:
+                exercise = bundles.exercise_for(session, row.exercise_slug)
+            except (catalog.CatalogError, bundles.BundleError) as exc:
+                unreadable = str(exc)
+            source = row.source
+    if gave_up:
+        after_grade(submission_id)  # the client hears that it could not be graded
+        return "failed"
 
     def progress(done: int, total: int) -> None:
         with db.transaction() as session:
@@ -70,6 +85,7 @@ def grade_submission(self, submission_id: str) -> str:
         row.exercise_version = report.version
         row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
         row.progress_done = row.progress_total = len(report.tests)
+    after_grade(submission_id)  # LMS score passback and webhooks: their own tasks, enqueued after the commit
     return "graded"
 
 
@@ -80,9 +96,13 @@ def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
         row.failure_reason = reason[:2000]
         if row.attempts >= MAX_ATTEMPTS:
             row.status, row.finished_at = "failed", now()
-            return row.status
-        row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
-        device, attempts = row.exercise.device, row.attempts
+            device = None
+        else:
+            row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
+            device, attempts = row.exercise.device, row.attempts
+    if device is None:
+        after_grade(submission_id)  # the client hears that it could not be graded
+        return "failed"
     enqueue(submission_id, device, countdown=5 * 2 ** attempts)  # back off, then again
     return "retrying"
 
@@ -91,7 +111,7 @@ def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
 def sweep_stuck() -> int:
     """Re-enqueue submissions queued or running past their deadline (a lost message, a
     worker killed without requeue); give up on those that used up their attempts."""
-    resent = []
+    resent, given_up = [], []
     with db.transaction() as session:
         stuck = session.scalars(select(Submission).where(
             Submission.status.in_(("queued", "running")), Submission.deadline < now())).all()
@@ -99,9 +119,12 @@ def sweep_stuck() -> int:
             if row.attempts >= MAX_ATTEMPTS:
                 row.status, row.finished_at = "failed", now()
                 row.failure_reason = row.failure_reason or "grading did not finish in time, repeatedly"
+                given_up.append(row.id)
                 continue
             row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
             resent.append((row.id, row.exercise.device))
+    for submission_id in given_up:
+        after_grade(submission_id)
     for submission_id, device in resent:
         enqueue(submission_id, device)
     return len(resent)

@@ -12,11 +12,12 @@ from grader.settings import MAX_SOURCE_BYTES
 ERROR_CODES = {
     "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
     "insufficient_scope": 403,
-    "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404,
+    "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
     "request_too_large": 413, "source_too_large": 413,
     "unsupported_media_type": 415,
+    "invalid_url": 422,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
     "rate_limited": 429,
@@ -128,6 +129,25 @@ SCHEMAS = {
                                       "message, hint); null until graded."},
         },
     },
+    "NewWebhook": {
+        "type": "object", "required": ["url"], "additionalProperties": False,
+        "properties": {"url": {"type": "string", "format": "uri", "maxLength": 2000,
+                               "description": "Where results are POSTed (http or https)."}},
+    },
+    "Webhook": {
+        "type": "object", "required": ["id", "url", "secret", "events"],
+        "properties": {
+            "id": {"type": "integer"},
+            "url": {"type": "string", "format": "uri"},
+            "secret": {"type": "string",
+                       "description": "Signs every delivery; shown only in this response. A delivery is "
+                                      "a POST of the submission's result (JSON, `event` and `submission`) "
+                                      "with `X-Grader-Timestamp: <unix seconds>` and `X-Grader-Signature: "
+                                      "sha256=<hex HMAC-SHA256(secret, \"<timestamp>.<body>\")>`. Any 2xx "
+                                      "answer ends it; others are retried with growing delays."},
+            "events": {"type": "array", "items": {"type": "string", "enum": ["submission.completed"]}},
+        },
+    },
 }
 
 
@@ -177,6 +197,29 @@ def _paths() -> dict:
             "x-required-scope": "submissions:read", "parameters": [submission_id],
             "responses": {"200": _ok("The submission.", "Submission"), **_AUTH_ERRORS,
                           "404": _error("No submission has this id.", "submission_not_found")},
+        }},
+        "/webhooks": {"post": {
+            "operationId": "createWebhook", "summary": "Register a callback URL for this key's submissions",
+            "description": "When a submission made with this API key is graded (or cannot be), its "
+                           "result is POSTed to `url`, signed with the secret returned here once.",
+            "x-required-scope": "submissions:write",
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": _ref("NewWebhook")}}},
+            "responses": {
+                "201": _ok("Registered; keep the secret, it is not shown again.", "Webhook"),
+                "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
+                **_AUTH_ERRORS,
+                "415": _error("The body is not application/json (UTF-8).", "unsupported_media_type"),
+                "422": _error("The JSON does not name a usable URL.", "invalid_body", "unknown_field",
+                              "missing_field", "invalid_url"),
+            },
+        }},
+        "/webhooks/{webhook_id}": {"delete": {
+            "operationId": "deleteWebhook", "summary": "Stop deliveries to a webhook of this key",
+            "x-required-scope": "submissions:write",
+            "parameters": [{"name": "webhook_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"204": {"description": "Deleted; nothing more is delivered there."}, **_AUTH_ERRORS,
+                          "404": _error("This key has no webhook with this id.", "webhook_not_found")},
         }},
         "/openapi.json": {"get": {
             "operationId": "getOpenApi", "summary": "This document", "security": [],

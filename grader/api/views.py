@@ -16,7 +16,7 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from grader import bundles, catalog, db, submissions
+from grader import bundles, catalog, db, submissions, webhooks
 from grader.api import keys
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import limiter
@@ -233,6 +233,8 @@ def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
     with db.transaction(_database_url()) as session:
         owner = submissions.user_by_external_id(session, user)
         row = submissions.create(session, user=owner, exercise_slug=slug, source=source)
+        # The key's webhooks hear about it when it is graded.
+        session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=g.caller.key_id))
         return row.id, row.exercise.device
 
 
@@ -250,6 +252,39 @@ def get_submission(submission_id: str):
                    status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
                    score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
                    report=row.report)
+
+
+# ------------------------------------------------------------------ webhooks
+
+@bp.post("/webhooks")
+@requires("submissions:write")
+def create_webhook():
+    body = _json_body()
+    unknown = sorted(set(body) - {"url"})
+    if unknown:
+        raise ApiError("unknown_field", f"unknown fields {unknown}; known: ['url']")
+    if "url" not in body:
+        raise ApiError("missing_field", "missing required fields ['url']")
+    try:
+        with db.transaction(_database_url()) as session:
+            row, secret = webhooks.register(session, g.caller.key_id, body["url"])
+            hook_id, url = row.id, row.url
+    except webhooks.WebhookError as exc:
+        raise ApiError("invalid_url", str(exc)) from None
+    response = jsonify(id=hook_id, url=url, secret=secret, events=[webhooks.EVENT])
+    response.status_code = 201
+    return response
+
+
+@bp.delete("/webhooks/<int:webhook_id>")
+@requires("submissions:write")
+def delete_webhook(webhook_id: int):
+    with db.transaction(_database_url()) as session:
+        row = session.get(webhooks.Webhook, webhook_id) if webhook_id < 2**31 else None
+        if row is None or row.api_key_id != g.caller.key_id or not row.active:
+            raise ApiError("webhook_not_found", f"this key has no webhook {webhook_id}")
+        row.active = False
+    return "", 204
 
 
 # ------------------------------------------------------------------ the document

@@ -1,0 +1,93 @@
+"""What the LTI tool stores: its own key pairs, the platforms (LMSs) it trusts, which
+exercise each LMS link opens, and where each student's score goes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from grader.db import Base
+from grader.models import now
+
+
+class LtiKey(Base):
+    """An RSA key pair the tool signs with. The newest is current; the one before it
+    stays in the JWKS for a while, so that tokens signed just before a rotation verify."""
+
+    __tablename__ = "lti_keys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kid: Mapped[str] = mapped_column(String(100), unique=True)
+    private_pem: Mapped[str] = mapped_column(Text)
+    public_pem: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class LtiPlatform(Base):
+    """A registered LMS: what an administrator copies from its tool registration."""
+
+    __tablename__ = "lti_platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platforms_issuer_client"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(500))
+    client_id: Mapped[str] = mapped_column(String(500))
+    deployment_ids: Mapped[list] = mapped_column(JSON, default=list)
+    auth_login_url: Mapped[str] = mapped_column(String(2000))
+    auth_token_url: Mapped[str] = mapped_column(String(2000))
+    jwks_url: Mapped[str] = mapped_column(String(2000))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class LtiResourceLink(Base):
+    """An LMS link (its resource link id, stable per platform) and the exercise it opens."""
+
+    __tablename__ = "lti_resource_links"
+    __table_args__ = (UniqueConstraint("platform_id", "resource_link_id", name="uq_lti_links_platform_link"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
+    resource_link_id: Mapped[str] = mapped_column(String(500))
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class LtiGradeTarget(Base):
+    """Where a user's score on an exercise is published: a line item of a platform (AGS),
+    for the platform's user id ``lti_user_id``. Recorded at each launch."""
+
+    __tablename__ = "lti_grade_targets"
+    __table_args__ = (UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitem_url",
+                                       name="uq_lti_grade_targets"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
+    lineitem_url: Mapped[str] = mapped_column(String(2000))
+    lti_user_id: Mapped[str] = mapped_column(String(500))
+    scopes: Mapped[list] = mapped_column(JSON, default=list)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+    platform: Mapped[LtiPlatform] = relationship()
+
+
+class LtiScorePost(Base):
+    """One attempt at publishing a score: what was sent and what the platform said."""
+
+    __tablename__ = "lti_score_posts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    target_id: Mapped[int] = mapped_column(ForeignKey("lti_grade_targets.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    score_given: Mapped[float | None] = mapped_column(Float)
+    score_maximum: Mapped[float | None] = mapped_column(Float)
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    outcome: Mapped[str] = mapped_column(String(20))  # sent, stale, error
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)

@@ -1,0 +1,70 @@
+"""Registering an LMS (a platform) with the tool: from the instructor page and the CLI."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from grader.lti.models import LtiPlatform
+from grader.lti.tool import Platform
+
+
+class PlatformError(ValueError):
+    pass
+
+
+def _url(name: str, value: str) -> str:
+    value = (value or "").strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(value) > 2000 \
+            or any(c.isspace() for c in value):
+        raise PlatformError(f"{name} must be an absolute https URL")
+    return value
+
+
+def _text(name: str, value: str, limit: int = 500) -> str:
+    value = (value or "").strip()
+    if not value or len(value) > limit or any(ord(c) < 32 for c in value):
+        raise PlatformError(f"{name} must be 1 to {limit} printable characters")
+    return value
+
+
+def split_ids(text: str) -> list[str]:
+    return [part for part in re.split(r"[\s,]+", text or "") if part]
+
+
+def add(session: Session, *, issuer: str, client_id: str, deployment_ids: list[str], auth_login_url: str,
+        auth_token_url: str, jwks_url: str, name: str = "", created_by: int | None = None) -> LtiPlatform:
+    """Register a platform, or add deployment ids (and new URLs) to one registered before."""
+    issuer, client_id = _text("The issuer", issuer), _text("The client id", client_id)
+    deployments = [_text("A deployment id", d) for d in deployment_ids]
+    if not deployments:
+        raise PlatformError("give at least one deployment id")
+    urls = dict(auth_login_url=_url("The authentication (OIDC auth) URL", auth_login_url),
+                auth_token_url=_url("The access token URL", auth_token_url),
+                jwks_url=_url("The JWKS (public keyset) URL", jwks_url))
+    row = session.scalar(select(LtiPlatform).where(LtiPlatform.issuer == issuer,
+                                                   LtiPlatform.client_id == client_id))
+    if row is None:
+        row = LtiPlatform(issuer=issuer, client_id=client_id, deployment_ids=[], created_by=created_by)
+        session.add(row)
+    row.name = (name or "").strip()[:200] or row.name or urlsplit(issuer).netloc or issuer
+    row.deployment_ids = sorted(set(row.deployment_ids or []) | set(deployments))
+    for key, value in urls.items():
+        setattr(row, key, value)
+    session.flush()
+    return row
+
+
+def by_issuer(session: Session, issuer: str) -> list[Platform]:
+    rows = session.scalars(select(LtiPlatform).where(LtiPlatform.issuer == issuer)).all()
+    return [as_platform(row) for row in rows]
+
+
+def as_platform(row: LtiPlatform) -> Platform:
+    return Platform(id=row.id, issuer=row.issuer, client_id=row.client_id,
+                    deployment_ids=tuple(row.deployment_ids or ()), auth_login_url=row.auth_login_url,
+                    auth_token_url=row.auth_token_url, jwks_url=row.jwks_url)

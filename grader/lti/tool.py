@@ -1,0 +1,338 @@
+"""The LTI 1.3 library behind a small interface of ours: the only module that imports
+pylti1p3, so that replacing the library means rewriting this file and nothing else.
+
+What it offers: ``Tool.login()`` (OIDC login initiation), ``Tool.launch()`` (a validated
+launch: state, nonce, signature through the platform's JWKS, expiry, registration,
+deployment; or ``LaunchError``), ``Tool.deep_link_response()`` and ``post_score()``.
+Nonces, states and launch data live in Redis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+import jwt
+import redis as redis_py
+import requests
+from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.contrib.flask import (FlaskCacheDataStorage, FlaskMessageLaunch, FlaskOIDCLogin,
+                                    FlaskRequest)
+from pylti1p3.deep_link_resource import DeepLinkResource
+from pylti1p3.deployment import Deployment
+from pylti1p3.exception import LtiException, LtiServiceException, OIDCException
+from pylti1p3.grade import Grade
+from pylti1p3.lineitem import LineItem
+from pylti1p3.registration import Registration
+from pylti1p3.service_connector import ServiceConnector
+from pylti1p3.tool_config.abstract import ToolConfAbstract
+
+log = logging.getLogger(__name__)
+
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+LAUNCH_DATA_SECONDS = 3600  # how long a login's nonce and a launch's data are kept
+USED_NONCE_SECONDS = 86400  # how long a used nonce is remembered (longer than any token lives)
+
+# What a person is told, by kind of failure: (HTTP status, message).
+PROBLEMS = {
+    "unknown_platform": (400, "This LMS is not registered with the grader. An instructor registers it "
+                              "under Instructor > LMS platforms (issuer and client id as the LMS shows them)."),
+    "unknown_deployment": (403, "This deployment of the tool is not registered for this LMS. An instructor "
+                                "adds its deployment id to the platform's registration."),
+    "bad_signature": (403, "The LMS's launch message is not signed by a key the LMS publishes. Check the "
+                           "platform's JWKS URL in its registration."),
+    "expired_token": (403, "The launch message has expired. Open the exercise from the LMS again."),
+    "replayed_nonce": (403, "This launch message was already used. Open the exercise from the LMS again."),
+    "invalid_state": (400, "This launch does not belong to a sign-in started in this browser. If the LMS "
+                           "shows the grader in a frame, allow third-party cookies or open it in a new window."),
+    "invalid_launch": (400, "The LMS sent a launch the grader cannot accept."),
+    "platform_unreachable": (502, "The grader could not reach the LMS to check the launch. Try again shortly."),
+}
+
+
+class LaunchError(Exception):
+    """A login or launch refused; ``kind`` is a key of PROBLEMS, ``detail`` is for the log."""
+
+    def __init__(self, kind: str, detail: str = ""):
+        super().__init__(f"{kind}: {detail}")
+        self.kind, self.detail = kind, detail
+
+    @property
+    def status(self) -> int:
+        return PROBLEMS[self.kind][0]
+
+    @property
+    def message(self) -> str:
+        return PROBLEMS[self.kind][1]
+
+
+class ServiceError(Exception):
+    """A platform service call that failed; ``status`` is the HTTP status, None when the
+    platform could not be reached at all."""
+
+    def __init__(self, status: int | None, detail: str):
+        super().__init__(f"{status}: {detail}")
+        self.status, self.detail = status, detail
+
+
+@dataclass(frozen=True)
+class Platform:
+    id: int
+    issuer: str
+    client_id: str
+    deployment_ids: tuple[str, ...]
+    auth_login_url: str
+    auth_token_url: str
+    jwks_url: str
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    kid: str
+    private_pem: str
+    public_pem: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a validated launch says, in our terms."""
+
+    launch_id: str
+    platform_id: int
+    issuer: str
+    deployment_id: str
+    message_type: str  # LtiResourceLinkRequest or LtiDeepLinkingRequest
+    sub: str
+    name: str
+    roles: tuple[str, ...]
+    resource_link_id: str | None
+    custom: dict = field(default_factory=dict)
+    lineitem: str | None = None
+    ags_scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LinkItem:
+    """One item of a deep linking response: an LTI resource link with a line item."""
+
+    title: str
+    url: str
+    custom: dict
+    score_maximum: float
+    resource_id: str
+
+
+class _Session(requests.Session):
+    """requests with a timeout on every call (the library sets none)."""
+
+    def __init__(self, timeout: float):
+        super().__init__()
+        self.timeout = timeout
+        self.headers["User-Agent"] = "autograd-grader-lti"
+
+    def request(self, *args, **kwargs):
+        kwargs.setdefault("timeout", self.timeout)
+        return super().request(*args, **kwargs)
+
+
+class _RedisCache:
+    """The cache interface pylti1p3's cache storage expects, on Redis, values as JSON."""
+
+    def __init__(self, client: redis_py.Redis):
+        self.client = client
+
+    def get(self, key: str):
+        raw = self.client.get("lti:" + key)
+        return None if raw is None else json.loads(raw)
+
+    def set(self, key: str, value, exp: int | None = None) -> None:
+        self.client.set("lti:" + key, json.dumps(value), ex=exp or None)
+
+
+class _ToolConf(ToolConfAbstract):
+    """Registrations from our database (through ``find``), signed with our current key."""
+
+    def __init__(self, find: Callable[[str], list[Platform]], key: KeyPair):
+        super().__init__()
+        self._find, self._key = find, key
+        self.platform: Platform | None = None
+
+    def check_iss_has_one_client(self, iss: str) -> bool:
+        return False
+
+    def check_iss_has_many_clients(self, iss: str) -> bool:
+        return True
+
+    def _platform(self, iss: str, client_id: str | None) -> Platform:
+        candidates = self._find(iss) if iss else []
+        if client_id:
+            candidates = [p for p in candidates if p.client_id == client_id]
+        if len(candidates) != 1:
+            raise LaunchError("unknown_platform", f"issuer {iss!r}, client id {client_id!r}: "
+                                                  f"{len(candidates)} registrations match")
+        self.platform = candidates[0]
+        return self.platform
+
+    def registration(self, platform: Platform) -> Registration:
+        return (Registration().set_issuer(platform.issuer).set_client_id(platform.client_id)
+                .set_key_set_url(platform.jwks_url).set_auth_token_url(platform.auth_token_url)
+                .set_auth_login_url(platform.auth_login_url)
+                .set_tool_private_key(self._key.private_pem).set_tool_public_key(self._key.public_pem))
+
+    def find_registration_by_issuer(self, iss, *args, **kwargs):
+        return self.registration(self._platform(iss, None))
+
+    def find_registration_by_params(self, iss, client_id, *args, **kwargs):
+        return self.registration(self._platform(iss, client_id))
+
+    def find_deployment(self, iss, deployment_id):
+        return self.find_deployment_by_params(iss, deployment_id, None)
+
+    def find_deployment_by_params(self, iss, deployment_id, client_id, *args, **kwargs):
+        platform = self._platform(iss, client_id)
+        if deployment_id not in platform.deployment_ids:
+            raise LaunchError("unknown_deployment", f"deployment {deployment_id!r} of issuer {iss!r}")
+        return Deployment().set_deployment_id(deployment_id)
+
+
+def _classify(exc: Exception) -> LaunchError:
+    """The library's exception as one of our kinds (its messages are its API)."""
+    if isinstance(exc, LaunchError):
+        return exc
+    text = str(exc)
+    cause = exc.__cause__
+    if isinstance(cause, jwt.ExpiredSignatureError):
+        return LaunchError("expired_token", text)
+    if "Can't decode id_token" in text or "Unable to find public key" in text or "KID not found" in text \
+            or "ALG not found" in text:
+        return LaunchError("bad_signature", text)
+    if "Nonce" in text or '"nonce"' in text:
+        return LaunchError("replayed_nonce", text)
+    if "state" in text.lower():
+        return LaunchError("invalid_state", text)
+    if "Error during fetch URL" in text or "Invalid response from" in text:
+        return LaunchError("platform_unreachable", text)
+    if "Registration not found" in text or "Client id not registered" in text or "issuer" in text.lower():
+        return LaunchError("unknown_platform", text)
+    if "deployment" in text.lower():
+        return LaunchError("unknown_deployment", text)
+    return LaunchError("invalid_launch", text)
+
+
+def _role_names(roles) -> tuple[str, ...]:
+    names = []
+    for role in roles if isinstance(roles, list) else []:
+        if isinstance(role, str):
+            names.append(role.rsplit("#", 1)[-1].rsplit("/", 1)[-1])
+    return tuple(names)
+
+
+class Tool:
+    """The tool side of LTI 1.3 for one Flask request."""
+
+    def __init__(self, find: Callable[[str], list[Platform]], key: KeyPair, redis_url: str, timeout: float = 10):
+        self._conf = _ToolConf(find, key)
+        self._redis = redis_py.Redis.from_url(redis_url)
+        self._timeout = timeout
+
+    def _storage(self) -> FlaskCacheDataStorage:
+        return FlaskCacheDataStorage(_RedisCache(self._redis))
+
+    def login(self, launch_url: str):
+        """Answer an OIDC login initiation: a redirect to the platform's auth endpoint
+        carrying a fresh state (also set as a cookie) and nonce."""
+        try:
+            login = FlaskOIDCLogin(FlaskRequest(), self._conf)
+            login.set_launch_data_storage(self._storage())
+            login.set_launch_data_lifetime(LAUNCH_DATA_SECONDS)
+            return login.redirect(launch_url)
+        except (LtiException, OIDCException, LaunchError) as exc:
+            raise _classify(exc) from None
+
+    def launch(self) -> Launch:
+        """The launch this request POSTs, validated, or LaunchError."""
+        try:
+            message = FlaskMessageLaunch(FlaskRequest(), self._conf, launch_data_storage=self._storage(),
+                                         requests_session=_Session(self._timeout))
+            message.set_launch_data_lifetime(LAUNCH_DATA_SECONDS)
+            body = message.get_launch_data()
+            launch_id = message.get_launch_id()
+        except (LtiException, OIDCException, LaunchError) as exc:
+            raise _classify(exc) from None
+        except requests.RequestException as exc:
+            raise LaunchError("platform_unreachable", str(exc)) from None
+        platform = self._conf.platform
+        assert platform is not None
+        # pylti1p3 checks the nonce was issued here, not that it is used only once.
+        used = "lti:used-nonce:" + hashlib.sha256(f"{platform.issuer}|{body.get('nonce')}".encode()).hexdigest()
+        if not self._redis.set(used, "1", nx=True, ex=USED_NONCE_SECONDS):
+            raise LaunchError("replayed_nonce", f"nonce of issuer {platform.issuer!r} used before")
+        ags = body.get(AGS_CLAIM) or {}
+        link = body.get(CLAIM + "resource_link") or {}
+        custom = body.get(CLAIM + "custom") or {}
+        name = body.get("name") or " ".join(filter(None, (body.get("given_name"), body.get("family_name"))))
+        return Launch(
+            launch_id=launch_id, platform_id=platform.id, issuer=platform.issuer,
+            deployment_id=str(body.get(CLAIM + "deployment_id")),
+            message_type=str(body.get(CLAIM + "message_type")), sub=str(body.get("sub") or ""),
+            name=str(name or ""), roles=_role_names(body.get(CLAIM + "roles")),
+            resource_link_id=str(link["id"]) if isinstance(link, dict) and link.get("id") else None,
+            custom={str(k): str(v) for k, v in custom.items()} if isinstance(custom, dict) else {},
+            lineitem=ags.get("lineitem") if isinstance(ags, dict) and isinstance(ags.get("lineitem"), str) else None,
+            ags_scopes=tuple(s for s in ags.get("scope", []) if isinstance(s, str)) if isinstance(ags, dict) else (),
+        )
+
+    def deep_link_response(self, launch_id: str, items: list[LinkItem]) -> tuple[str, str]:
+        """The signed LtiDeepLinkingResponse for the deep linking launch ``launch_id``:
+        (the platform's return URL, the JWT to POST there as ``JWT``)."""
+        try:
+            message = FlaskMessageLaunch.from_cache(launch_id, FlaskRequest(), self._conf,
+                                                    launch_data_storage=self._storage())
+            if not message.is_deep_link_launch():
+                raise LaunchError("invalid_launch", "not a deep linking launch")
+            deep_link = message.get_deep_link()
+            resources = []
+            for item in items:
+                line_item = (LineItem().set_score_maximum(item.score_maximum).set_label(item.title)
+                             .set_resource_id(item.resource_id))
+                resources.append(DeepLinkResource().set_title(item.title).set_url(item.url)
+                                 .set_custom_params(item.custom).set_lineitem(line_item))
+            token = deep_link.get_response_jwt(resources)
+            return message.get_launch_data()[DL_CLAIM]["deep_link_return_url"], token
+        except (LtiException, OIDCException) as exc:
+            raise _classify(exc) from None
+
+
+def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: str, score: float,
+               maximum: float, timestamp: datetime, comment: str = "", timeout: float = 10) -> int:
+    """Publish one score to a line item (AGS), with a client-credentials token got by a
+    JWT signed with our key. Returns the HTTP status; ServiceError when it failed."""
+    conf = _ToolConf(lambda iss: [platform], key)
+    registration = conf.registration(platform)
+    connector = ServiceConnector(registration, _Session(timeout))
+    service = AssignmentsGradesService(connector, {"scope": [SCORE_SCOPE], "lineitem": lineitem_url})
+    if timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=timezone.utc)
+    grade = (Grade().set_score_given(score).set_score_maximum(maximum).set_user_id(user_id)
+             .set_timestamp(timestamp.isoformat(timespec="milliseconds"))
+             .set_activity_progress("Completed").set_grading_progress("FullyGraded"))
+    if comment:
+        grade.set_comment(comment)
+    try:
+        service.put_grade(grade)
+    except requests.exceptions.JSONDecodeError:
+        pass  # accepted; the platform's answer just is not JSON
+    except LtiServiceException as exc:
+        raise ServiceError(exc.response.status_code, exc.response.text[:500]) from None
+    except requests.RequestException as exc:
+        raise ServiceError(None, f"{type(exc).__name__}: {exc}"[:500]) from None
+    except (LtiException, KeyError, ValueError) as exc:
+        raise ServiceError(None, f"{type(exc).__name__}: {exc}"[:500]) from None
+    return 200

@@ -1,0 +1,274 @@
+"""The LTI endpoints (/lti/login, /lti/launch, /lti/jwks, /lti/config), deep linking, and
+the instructor pages for platforms and deliveries."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
+                   url_for)
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from grader import db, submissions
+from grader.lti import keys, platforms
+from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
+from grader.lti.tool import PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem, Tool
+from grader.models import Exercise
+from grader.settings import settings
+from grader.web.auth import instructor_required
+from grader.webhooks import Webhook, WebhookDelivery
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("lti", __name__)
+
+INSTRUCTOR_ROLES = {"Instructor", "TeachingAssistant", "Administrator"}
+DEEP_LINKING = "LtiDeepLinkingRequest"
+RESOURCE_LINK = "LtiResourceLinkRequest"
+
+
+def _database_url() -> str:
+    return current_app.config["DATABASE_URL"]
+
+
+def _tool() -> Tool:
+    url = _database_url()
+    with db.transaction(url) as s:
+        row = keys.current(s)
+        key = KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
+
+    def find(issuer: str):
+        with db.transaction(url) as s:
+            return platforms.by_issuer(s, issuer)
+
+    return Tool(find, key, current_app.config["REDIS_URL"], timeout=settings().http_timeout_s)
+
+
+def _problem(kind: str, detail: str = "", *, status: int | None = None, message: str | None = None):
+    """A page a person can act on, and a log line; never a stack trace."""
+    log.warning("LTI launch refused (%s): %s", kind, detail[:300])
+    status = status or PROBLEMS.get(kind, (400, ""))[0]
+    message = message or PROBLEMS.get(kind, (0, "The launch could not be accepted."))[1]
+    return render_template("lti/error.html", kind=kind, message=message), status
+
+
+# ------------------------------------------------------------------ login and launch
+
+@bp.route("/lti/login", methods=("GET", "POST"))
+def login():
+    """OIDC login initiation: the platform sends iss, login_hint, target_link_uri..."""
+    try:
+        return _tool().login(url_for("lti.launch", _external=True))
+    except LaunchError as exc:
+        return _problem(exc.kind, exc.detail)
+
+
+@bp.post("/lti/launch")
+def launch():
+    try:
+        data = _tool().launch()
+    except LaunchError as exc:
+        return _problem(exc.kind, exc.detail)
+    if data.message_type not in (RESOURCE_LINK, DEEP_LINKING):
+        return _problem("invalid_launch", f"message type {data.message_type!r}",
+                        message="The grader accepts resource link and deep linking launches only.")
+    role = "instructor" if INSTRUCTOR_ROLES & set(data.roles) else "student"
+    try:
+        try:
+            user_id, slug = _record(data, role)
+        except IntegrityError:  # a concurrent first launch made the same rows: look again
+            user_id, slug = _record(data, role)
+    except submissions.SubmissionError as exc:
+        return _problem("invalid_launch", exc.message, message="The LMS sent no usable user id.")
+    _sign_in(user_id)
+    log.info("LTI launch: user %s (%s) from %s, %s", user_id, role, data.issuer, data.message_type)
+    if data.message_type == DEEP_LINKING:
+        if role != "instructor":
+            return _problem("not_instructor", "deep linking by a non-instructor", status=403,
+                            message="Only instructors choose exercises for the course.")
+        session["lti_deep_link"] = data.launch_id
+        return redirect(url_for("lti.deep_link"), code=303)
+    if slug is None:
+        if role == "instructor":
+            return redirect(url_for("web.exercises"), code=303)
+        return _problem("link_not_connected", f"resource link {data.resource_link_id!r}", status=404,
+                        message="This LMS link is not connected to an exercise. Ask your instructor "
+                                "to choose the exercise again (deep linking) or set the custom "
+                                "parameter exercise=<slug>.")
+    return redirect(url_for("web.exercise", slug=slug), code=303)
+
+
+def _record(data: Launch, role: str) -> tuple[int, str | None]:
+    """The user (made on first launch), the exercise the link opens (remembered for the
+    link), and where the user's score goes. One transaction."""
+    with db.transaction(_database_url()) as s:
+        user = submissions.user_by_external_id(s, f"{data.issuer}|{data.sub}", name=data.name[:200])
+        user.role = role
+        if data.name:
+            user.name = data.name[:200]
+        slug = _exercise_for(s, data)
+        if slug and data.lineitem and SCORE_SCOPE in data.ags_scopes:
+            target = s.scalar(select(LtiGradeTarget).where(
+                LtiGradeTarget.user_id == user.id, LtiGradeTarget.exercise_slug == slug,
+                LtiGradeTarget.platform_id == data.platform_id, LtiGradeTarget.lineitem_url == data.lineitem))
+            if target is None:
+                s.add(LtiGradeTarget(user_id=user.id, exercise_slug=slug, platform_id=data.platform_id,
+                                     lineitem_url=data.lineitem, lti_user_id=data.sub,
+                                     scopes=list(data.ags_scopes)))
+            else:
+                target.lti_user_id, target.scopes = data.sub, list(data.ags_scopes)
+        s.flush()
+        return user.id, slug
+
+
+def _exercise_for(s, data: Launch) -> str | None:
+    """The custom parameter ``exercise`` (set by our deep linking response, or by hand),
+    else what this link opened before."""
+    link = None
+    if data.resource_link_id:
+        link = s.scalar(select(LtiResourceLink).where(LtiResourceLink.platform_id == data.platform_id,
+                                                      LtiResourceLink.resource_link_id == data.resource_link_id))
+    wanted = data.custom.get("exercise")
+    if wanted:
+        row = s.get(Exercise, wanted) if len(wanted) <= 100 else None
+        if row is None or not row.published:
+            return None
+        if data.resource_link_id:
+            if link is None:
+                s.add(LtiResourceLink(platform_id=data.platform_id, resource_link_id=data.resource_link_id,
+                                      exercise_slug=row.slug))
+            else:
+                link.exercise_slug = row.slug
+        return row.slug
+    if link is not None:
+        row = s.get(Exercise, link.exercise_slug)
+        return row.slug if row is not None and row.published else None
+    return None
+
+
+def _sign_in(user_id: int) -> None:
+    """As the sign-in form does: a fresh session holding the user's id."""
+    lang = session.get("lang")
+    session.clear()
+    session["user_id"] = user_id
+    if lang:
+        session["lang"] = lang
+
+
+# ------------------------------------------------------------------ deep linking
+
+@bp.route("/lti/deep-link", methods=("GET", "POST"))
+@instructor_required
+def deep_link():
+    launch_id = session.get("lti_deep_link")
+    if not launch_id:
+        return _problem("no_deep_link", "no deep linking launch in this session", status=400,
+                        message="Start choosing exercises from the LMS (add an activity or an external tool).")
+    with db.transaction(_database_url()) as s:
+        exercises = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+    if request.method == "GET":
+        return render_template("lti/deep_link.html", exercises=exercises, error=None)
+    chosen = set(request.form.getlist("exercise"))
+    picked = [row for row in exercises if row.slug in chosen]
+    if not picked:
+        return render_template("lti/deep_link.html", exercises=exercises,
+                               error="Choose at least one exercise."), 422
+    launch_url = url_for("lti.launch", _external=True)
+    items = [LinkItem(title=row.title.get("en") or row.slug, url=launch_url, custom={"exercise": row.slug},
+                      score_maximum=float(row.max_score), resource_id=row.slug) for row in picked]
+    try:
+        return_url, token = _tool().deep_link_response(launch_id, items)
+    except LaunchError as exc:
+        return _problem(exc.kind, exc.detail)
+    session.pop("lti_deep_link", None)
+    return render_template("lti/autopost.html", action=return_url, fields={"JWT": token})
+
+
+# ------------------------------------------------------------------ keys and configuration
+
+@bp.get("/lti/jwks")
+def jwks():
+    with db.transaction(_database_url()) as s:
+        document = keys.jwks(s)
+    response = jsonify(document)
+    response.headers["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+def tool_configuration(root: str) -> dict:
+    """The document an LMS administrator pastes (Canvas reads it as is; the generic
+    fields name every URL another LMS asks for)."""
+    root = root.rstrip("/")
+    login_url, launch_url, jwks_url = f"{root}/lti/login", f"{root}/lti/launch", f"{root}/lti/jwks"
+    scopes = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+              "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly", SCORE_SCOPE]
+    return {
+        "title": "Autograd grader",
+        "description": "PyTorch autograd exercises, graded automatically; scores go to the gradebook.",
+        "oidc_initiation_url": login_url,
+        "target_link_uri": launch_url,
+        "redirect_uris": [launch_url],
+        "public_jwk_url": jwks_url,
+        "deep_linking_url": launch_url,
+        "scopes": scopes,
+        "custom_fields": {},
+        "extensions": [{
+            "platform": "canvas.instructure.com",
+            "domain": root.split("://", 1)[-1].split("/", 1)[0],
+            "privacy_level": "name_only",
+            "settings": {"placements": [
+                {"placement": "assignment_selection", "message_type": DEEP_LINKING,
+                 "target_link_uri": launch_url},
+                {"placement": "link_selection", "message_type": DEEP_LINKING, "target_link_uri": launch_url},
+            ]},
+        }],
+    }
+
+
+@bp.get("/lti/config")
+def config():
+    return jsonify(tool_configuration(request.url_root))
+
+
+# ------------------------------------------------------------------ instructor pages
+
+@bp.route("/instructor/lti/platforms", methods=("GET", "POST"))
+@instructor_required
+def platform_list():
+    error, status, form = None, 200, {}
+    if request.method == "POST":
+        form = {name: request.form.get(name, "") for name in (
+            "name", "issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "jwks_url")}
+        try:
+            with db.transaction(_database_url()) as s:
+                platforms.add(s, issuer=form["issuer"], client_id=form["client_id"],
+                              deployment_ids=platforms.split_ids(form["deployment_ids"]),
+                              auth_login_url=form["auth_login_url"], auth_token_url=form["auth_token_url"],
+                              jwks_url=form["jwks_url"], name=form["name"], created_by=g.user.id)
+        except platforms.PlatformError as exc:
+            error, status = str(exc), 422
+        except IntegrityError:
+            error, status = "That platform was just registered by someone else; reload the page.", 409
+        else:
+            log.info("LTI platform %s (client %s) registered by user %s", form["issuer"], form["client_id"],
+                     g.user.id)
+            return redirect(url_for("lti.platform_list"), code=303)
+    with db.transaction(_database_url()) as s:
+        rows = s.scalars(select(LtiPlatform).order_by(LtiPlatform.created_at)).all()
+    return render_template("instructor/lti_platforms.html", platforms=rows, error=error, form=form,
+                           tool=tool_configuration(request.url_root)), status
+
+
+@bp.get("/instructor/lti/deliveries")
+@instructor_required
+def deliveries():
+    """Webhook deliveries and score passbacks, newest first: what was sent, what came back."""
+    with db.transaction(_database_url()) as s:
+        hooks = s.execute(select(WebhookDelivery, Webhook.url).join(Webhook)
+                          .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
+                          .limit(100)).all()
+        scores = s.execute(select(LtiScorePost, LtiGradeTarget.lineitem_url).join(LtiGradeTarget)
+                           .order_by(LtiScorePost.created_at.desc(), LtiScorePost.id.desc()).limit(100)).all()
+    return render_template("instructor/lti_deliveries.html", hooks=hooks, scores=scores)
+

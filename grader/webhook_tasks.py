@@ -1,0 +1,62 @@
+"""Delivering a graded submission's result to a webhook: signed, retried with growing
+delays, every attempt recorded (the instructor sees them under Deliveries)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import requests
+
+from grader import db
+from grader.lti.hooks import backoff
+from grader.models import Submission
+from grader.settings import settings
+from grader.webhooks import DELIVER_TASK, EVENT, Webhook, WebhookDelivery, payload, sign
+from worker.app import celery
+
+log = logging.getLogger(__name__)
+
+MAX_TRIES = 8
+TRY_AGAIN = (408, 425, 429)
+
+
+@celery.task(name=DELIVER_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
+def deliver(self, submission_id: str, webhook_id: int) -> str:
+    config = settings()
+    with db.transaction() as session:
+        row = session.get(Submission, submission_id)
+        hook = session.get(Webhook, webhook_id)
+        if row is None or hook is None or not hook.active:
+            return "missing"
+        body, url, secret = payload(row), hook.url, hook.secret
+    timestamp = str(int(time.time()))
+    headers = {"Content-Type": "application/json", "User-Agent": "autograd-grader-webhooks",
+               "X-Grader-Event": EVENT, "X-Grader-Delivery": f"{submission_id}-{webhook_id}",
+               "X-Grader-Timestamp": timestamp}
+    attempt, status, error = self.request.retries + 1, None, None
+    started = time.monotonic()
+    try:
+        signed = {**headers, "X-Grader-Signature": sign(secret, timestamp, body)}
+        response = requests.post(url, data=body, headers=signed, timeout=config.http_timeout_s,
+                                 allow_redirects=False)
+        status = response.status_code
+    except requests.RequestException as exc:
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+    ok = status is not None and 200 <= status < 300
+    with db.transaction() as session:
+        session.add(WebhookDelivery(webhook_id=webhook_id, submission_id=submission_id, attempt=attempt, ok=ok,
+                                    status_code=status, error=error,
+                                    duration_ms=int((time.monotonic() - started) * 1000),
+                                    request_headers=headers))
+    if ok:
+        return "delivered"
+    if status is not None and 400 <= status < 500 and status not in TRY_AGAIN:
+        log.warning("webhook %s refused submission %s (%s); not retrying", webhook_id, submission_id, status)
+        return "refused"
+    if self.request.retries >= MAX_TRIES:
+        log.error("webhook %s: submission %s not delivered after %d tries", webhook_id, submission_id, attempt)
+        return "gave_up"
+    log.warning("webhook %s: delivery of %s failed (%s); trying again", webhook_id, submission_id,
+                status or error)
+    raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))

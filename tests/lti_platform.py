@@ -1,0 +1,305 @@
+"""A small LTI 1.3 platform (an LMS, as far as the tool can tell) for the tests, built on
+lti1p3platform, a platform-side LTI library none of us wrote, and served over HTTP.
+
+It exposes what a real LMS does: its JWKS, an OIDC authorization endpoint that answers
+the tool's login redirect with a signed launch form, an OAuth2 token endpoint, a line
+item scores endpoint (AGS) that records what it receives, and a deep linking return
+endpoint that validates the tool's response. Launches start at /start, as a click on a
+link in a course would.
+
+Also: ``follow_forms`` drives an HTTP session through auto-submitting forms, the way a
+browser runs the platform's and the tool's form-post JavaScript.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from html.parser import HTMLParser
+from urllib.parse import urljoin
+
+import jwt
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from flask import Flask, jsonify, redirect, request
+from jinja2 import Template
+from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
+from lti1p3platform.oidc_login import OIDCLoginAbstract
+from lti1p3platform.registration import Registration
+from lti1p3platform.request import Request
+from lti1p3platform.score import UpdateScoreStatus
+from lti1p3platform.service_connector import AssignmentsGradesService
+
+from tests.live import serve
+
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+_LAUNCH_FORM = Template(
+    '<!doctype html><form id="launch" method="post" action="{{ launch_url }}">'
+    '<input type="hidden" name="id_token" value="{{ id_token }}">'
+    '<input type="hidden" name="state" value="{{ state }}"></form>'
+    '<script>document.getElementById("launch").submit();</script>')
+
+
+def rsa_pair() -> tuple[str, str]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
+
+
+class _Request(Request):
+    def build_metadata(self, flask_request):
+        return {"method": flask_request.method, "form_data": flask_request.form.to_dict(),
+                "get_data": flask_request.args.to_dict(), "headers": flask_request.headers,
+                "content_type": flask_request.content_type, "path": flask_request.path,
+                "json": flask_request.get_json(silent=True)}
+
+
+@dataclass
+class Pending:
+    """A launch a user started by clicking a link in the course."""
+
+    user: str
+    roles: list[str]
+    name: str = "Ada Lovelace"
+    kind: str = "resource"  # or "deeplink"
+    resource_link: str = "link-1"
+    custom: dict = field(default_factory=dict)
+    expires_in: int = 300  # seconds; negative: the id token is expired when it is made
+    deployment_id: str | None = None  # another than the registered one
+    sign_with: str | None = None  # a private key other than the platform's, same kid
+
+
+class Platform:
+    def __init__(self, tool_url: str, *, issuer: str = "https://lms.example.edu", client_id: str = "grader-tool",
+                 deployment_id: str = "deployment-1"):
+        self.tool_url, self.issuer, self.client_id, self.deployment_id = tool_url, issuer, client_id, deployment_id
+        self.private_key, self.public_key = rsa_pair()
+        self.url = ""  # once served
+        self.pending: dict[str, Pending] = {}
+        self.scores: list[dict] = []
+        self.deep_links: list[list[dict]] = []
+        self.errors: list[str] = []
+        self.token_requests = 0
+        self.fail_scores = 0  # answer this many score posts with 503 first
+        self._lock = threading.Lock()
+        self.app = self._make_app()
+
+    # ---------------------------------------------------------------- lti1p3platform wiring
+
+    def registration(self) -> Registration:
+        return (Registration().set_iss(self.issuer).set_client_id(self.client_id)
+                .set_deployment_id(self.deployment_id)
+                .set_oidc_login_url(f"{self.tool_url}/lti/login").set_launch_url(f"{self.tool_url}/lti/launch")
+                .set_deeplink_launch_url(f"{self.tool_url}/lti/launch")
+                .set_tool_key_set_url(f"{self.tool_url}/lti/jwks")
+                .set_platform_public_key(self.public_key).set_platform_private_key(self.private_key))
+
+    def config(self) -> LTI1P3PlatformConfAbstract:
+        platform = self
+
+        class Config(LTI1P3PlatformConfAbstract):
+            def init_platform_config(self, **kwargs):
+                self._registration = platform.registration()
+
+            def get_registration_by_params(self, **kwargs):
+                return platform.registration()
+
+        return Config()
+
+    @property
+    def kid(self) -> str:
+        return Registration.get_jwk(self.public_key)["kid"]
+
+    def tool_registration(self) -> dict:
+        """What an administrator types into the tool's platform form."""
+        return dict(issuer=self.issuer, client_id=self.client_id, deployment_ids=[self.deployment_id],
+                    auth_login_url=f"{self.url}/auth", auth_token_url=f"{self.url}/token",
+                    jwks_url=f"{self.url}/jwks")
+
+    def start_url(self, pending: Pending) -> str:
+        hint = secrets.token_hex(8)
+        self.pending[hint] = pending
+        return f"{self.url}/start/{hint}"
+
+    # ---------------------------------------------------------------- the HTTP side
+
+    def _make_app(self) -> Flask:
+        app = Flask("test_platform")
+        platform = self
+
+        class Login(OIDCLoginAbstract):
+            def set_lti_message_hint(self, **kwargs):
+                self._lti_message_hint = kwargs["hint"]
+
+            def get_redirect(self, url):
+                return redirect(url)
+
+        class Launch(LTIAdvantageMessageLaunchAbstract):
+            def get_preflight_response(self):
+                return request.args.to_dict() if request.method == "GET" else request.form.to_dict()
+
+            def prepare_launch(self, preflight_response):
+                pending = platform.pending[preflight_response["lti_message_hint"]]
+                self.set_user_data(pending.user, pending.roles, full_name=pending.name)
+                self.set_id_token_expiration(pending.expires_in)
+                self.set_launch_context_claim("course-1", context_title="Deep learning 101")
+                if pending.kind == "deeplink":
+                    self.set_dl(f"{platform.url}/deep_link_return", title="Choose exercises",
+                                accept_types={"ltiResourceLink"}, extra_data={"opaque": "kept"})
+                else:
+                    self.set_resource_link_claim(pending.resource_link, title="An exercise")
+                    self.set_custom_parameters_claim(pending.custom)
+                    self.set_ags(f"{platform.url}/lineitems", lineitem_url=f"{platform.url}/lineitems/1",
+                                 allow_creating_lineitems=False)
+                if pending.deployment_id:
+                    self.set_extra_claims({"https://purl.imsglobal.org/spec/lti/claim/deployment_id":
+                                           pending.deployment_id})
+                self._pending = pending
+
+            def generate_launch_request(self):
+                data = super().generate_launch_request()
+                if self._pending.sign_with:  # a forgery: the body re-signed by another key, same kid
+                    body = jwt.decode(data["id_token"], options={"verify_signature": False})
+                    data["id_token"] = jwt.encode(body, self._pending.sign_with, algorithm="RS256",
+                                                  headers={"kid": platform.kid})
+                return data
+
+            def render_launch_form(self, launch_data, **kwargs):
+                return _LAUNCH_FORM.render(**launch_data)
+
+        class Grades(AssignmentsGradesService):
+            def find_lineitems(self, *args, **kwargs):
+                return []
+
+            def find_lineitem(self, line_item_id):
+                return {"id": f"{platform.url}/lineitems/{line_item_id}", "scoreMaximum": 6, "label": "x"}
+
+            def create_lineitem(self, *args, **kwargs):
+                raise NotImplementedError
+
+            def update_lineitem(self, *args, **kwargs):
+                raise NotImplementedError
+
+            def delete_lineitem(self, *args, **kwargs):
+                raise NotImplementedError
+
+            def get_results(self, *args, **kwargs):
+                return []
+
+            def update_score(self, line_item_id, score):
+                with platform._lock:
+                    mine = [s for s in platform.scores if s["userId"] == score["userId"]]
+                    stamp = datetime.fromisoformat(score["timestamp"])
+                    if mine and datetime.fromisoformat(mine[-1]["timestamp"]) > stamp:
+                        return UpdateScoreStatus.OLD_TIMESTAMP
+                    platform.scores.append({**score, "lineitem": line_item_id})
+                return UpdateScoreStatus.SUCCESS
+
+        @app.get("/jwks")
+        def jwks():
+            return jsonify(keys=platform.registration().get_jwks())
+
+        @app.get("/start/<hint>")
+        def start(hint):
+            login = Login(_Request(request), platform.config())
+            login.set_lti_message_hint(hint=hint)
+            return login.initiate_login(platform.pending[hint].user)
+
+        @app.route("/auth", methods=("GET", "POST"))
+        def auth():
+            try:
+                return Launch(_Request(request), platform.config()).lti_launch()
+            except Exception as exc:  # noqa: BLE001 - a test double: say what went wrong
+                platform.errors.append(f"auth: {exc!r}")
+                return f"refused: {exc!r}", 400
+
+        @app.post("/token")
+        def token():
+            platform.token_requests += 1
+            try:
+                return jsonify(platform.config().get_access_token(request.form.to_dict()))
+            except Exception as exc:  # noqa: BLE001
+                platform.errors.append(f"token: {exc!r}")
+                return jsonify(error="invalid_client", error_description=repr(exc)), 400
+
+        @app.post("/lineitems/<line_item_id>/scores")
+        def scores(line_item_id):
+            if platform.fail_scores > 0:
+                platform.fail_scores -= 1
+                return "busy", 503
+            config = platform.config()
+            config.get_registration()
+            service = Grades(_Request(request), config, f"{platform.url}/lineitems",
+                             f"{platform.url}/lineitems/{line_item_id}", allow_creating_lineitems=False)
+            result = service.handle_resp(service.handle_update_score, line_item_id=line_item_id)
+            if result.code >= 400:
+                platform.errors.append(f"scores: {result.code} {result.message}")
+            return jsonify(message=result.message), result.code
+
+        @app.post("/deep_link_return")
+        def deep_link_return():
+            config = platform.config()
+            config.get_registration()
+            try:
+                items = config.validate_deeplinking_resp({"JWT": request.form["JWT"]})
+            except Exception as exc:  # noqa: BLE001
+                platform.errors.append(f"deep link: {exc!r}")
+                return f"refused: {exc!r}", 400
+            platform.deep_links.append(items)
+            return "the course now links to the chosen exercises"
+
+        return app
+
+    @contextlib.contextmanager
+    def served(self):
+        with serve(self.app) as url:
+            self.url = url
+            yield self
+
+
+# ------------------------------------------------------------------ a browser, as far as forms go
+
+class _Forms(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.forms: list[dict] = []
+        self._current: dict | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self._current = {"id": attrs.get("id"), "action": attrs.get("action") or "",
+                             "method": (attrs.get("method") or "get").lower(), "fields": {}}
+            self.forms.append(self._current)
+        elif tag in ("input", "textarea") and self._current is not None and attrs.get("name"):
+            if attrs.get("type") not in ("checkbox", "file", "submit"):
+                self._current["fields"][attrs["name"]] = attrs.get("value") or ""
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._current = None
+
+
+def forms(html: str) -> list[dict]:
+    parser = _Forms()
+    parser.feed(html)
+    return parser.forms
+
+
+def follow_forms(session: requests.Session, response: requests.Response, limit: int = 5) -> requests.Response:
+    """Submit auto-submitting forms (a page whose script submits a form) as a browser would."""
+    for _ in range(limit):
+        if "text/html" not in response.headers.get("Content-Type", "") or ".submit()" not in response.text:
+            return response
+        form = forms(response.text)[0]
+        response = session.post(urljoin(response.url, form["action"]), data=form["fields"], timeout=30)
+    return response

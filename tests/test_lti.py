@@ -1,0 +1,307 @@
+"""LTI 1.3 against a real platform implementation (lti1p3platform, in tests/lti_platform.py):
+login -> launch -> submit -> grade by a real worker -> the score in the platform's gradebook;
+deep linking accepted by the platform's validator; forged, replayed and expired launches
+refused with a page a person can act on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from grader import catalog, db
+from grader.lti import platforms
+from grader.lti.models import LtiGradeTarget, LtiScorePost
+from grader.models import Exercise, User
+from tests.live import serve, start_worker, stop
+from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
+SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def service(database_url, redis, monkeypatch):
+    """The deployment's environment (the worker inherits it) and a published exercise."""
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    exercise = catalog.find("autograd-basics")
+    with db.transaction(database_url) as session:
+        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
+                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
+    return database_url
+
+
+@pytest.fixture
+def tool(service):
+    """The grader, served over HTTP (the platform fetches its JWKS, as an LMS does)."""
+    from grader.app import create_app
+
+    app = create_app({"TESTING": True, "DATABASE_URL": service})
+    with serve(app) as url:
+        yield url
+
+
+@pytest.fixture
+def lms(tool, service):
+    """A platform registered with the tool."""
+    with Platform(tool).served() as platform:
+        with db.transaction(service) as session:
+            platforms.add(session, name="Test LMS", **platform.tool_registration())
+        yield platform
+
+
+def launch(lms: Platform, pending: Pending, browser: requests.Session | None = None) -> requests.Response:
+    """Click the link in the course: the platform's start, the tool's login redirect, the
+    platform's auth answer (a form posted to the tool's launch), wherever the tool sends us."""
+    browser = browser or requests.Session()
+    response = browser.get(lms.start_url(pending), timeout=30)
+    return follow_forms(browser, response)
+
+
+def student(**kwargs) -> Pending:
+    return Pending(user="student-1", roles=[LEARNER], custom={"exercise": "autograd-basics"}, **kwargs)
+
+
+# ------------------------------------------------------------------ the whole way
+
+def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_gradebook(lms, service, tmp_path):
+    worker = start_worker(tmp_path, "worker")
+    try:
+        browser = requests.Session()
+        page = launch(lms, student(), browser)
+        assert page.status_code == 200, page.text[:2000]
+        assert page.url.endswith("/exercises/autograd-basics")
+        assert "grad_2xtx" in page.text or "backward" in page.text
+        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+        submitted = browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
+                                 data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
+        assert submitted.status_code == 200 and "/submissions/" in submitted.url
+        deadline = time.monotonic() + 120
+        while not lms.scores and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert lms.scores, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+    finally:
+        stop(worker)
+    score = lms.scores[-1]
+    assert score["scoreGiven"] == 6 and score["scoreMaximum"] == 6
+    assert score["userId"] == "student-1" and score["lineitem"] == "1"
+    assert score["activityProgress"] == "Completed" and score["gradingProgress"] == "FullyGraded"
+    assert score["timestamp"]
+    assert lms.errors == []
+    with db.transaction(service) as session:
+        user = session.query(User).filter_by(external_id=f"{lms.issuer}|student-1").one()
+        assert user.role == "student" and user.name == "Ada Lovelace" and user.password_hash is None
+        assert session.query(LtiGradeTarget).filter_by(user_id=user.id).count() == 1
+        posts = session.query(LtiScorePost).all()
+        assert [p.outcome for p in posts] == ["sent"] and posts[0].score_given == 6
+
+
+@SQLITE_ONLY
+def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, service, tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.5")
+    lms.fail_scores = 2
+    worker = start_worker(tmp_path, "worker")
+    try:
+        browser = requests.Session()
+        page = launch(lms, student(), browser)
+        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+        browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
+                     data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
+        deadline = time.monotonic() + 120
+        while not lms.scores and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        stop(worker)
+    assert lms.scores and lms.scores[-1]["scoreGiven"] == 6
+    with db.transaction(service) as session:
+        posts = session.query(LtiScorePost).order_by(LtiScorePost.id).all()
+        assert [(p.outcome, p.status_code, p.attempt) for p in posts] == [
+            ("error", 503, 1), ("error", 503, 2), ("sent", 200, 3)]
+
+
+@SQLITE_ONLY
+def test_an_instructor_launch_makes_an_instructor_and_a_link_remembers_its_exercise(lms, service):
+    page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], custom={"exercise": "autograd-basics"},
+                               resource_link="link-7"))
+    assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics")
+    # The same link launched again without the custom parameter still opens the exercise.
+    again = launch(lms, Pending(user="student-2", roles=[LEARNER], resource_link="link-7"))
+    assert again.status_code == 200 and again.url.endswith("/exercises/autograd-basics")
+    with db.transaction(service) as session:
+        roles = {u.external_id: u.role for u in session.query(User)}
+    assert roles == {f"{lms.issuer}|teacher-1": "instructor", f"{lms.issuer}|student-2": "student"}
+
+
+@SQLITE_ONLY
+def test_a_link_to_no_exercise_says_so(lms):
+    page = launch(lms, Pending(user="student-3", roles=[LEARNER], resource_link="unknown-link"))
+    assert page.status_code == 404 and "not connected to an exercise" in page.text
+
+
+# ------------------------------------------------------------------ deep linking
+
+def test_deep_linking_returns_the_chosen_exercises_and_the_platform_accepts_them(lms):
+    browser = requests.Session()
+    page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], kind="deeplink"), browser)
+    assert page.status_code == 200 and page.url.endswith("/lti/deep-link"), page.text[:1000]
+    assert 'value="autograd-basics"' in page.text
+    form = forms(page.text)[-1]
+    answer = browser.post(page.url, data={"csrf_token": form["fields"]["csrf_token"],
+                                          "exercise": ["autograd-basics"]}, timeout=30)
+    returned = follow_forms(browser, answer)
+    assert returned.status_code == 200, (returned.text[:500], lms.errors)
+    assert lms.errors == []
+    [items] = lms.deep_links
+    assert len(items) == 1
+    item = items[0]
+    assert item["type"] == "ltiResourceLink" and item["custom"] == {"exercise": "autograd-basics"}
+    assert item["lineItem"]["scoreMaximum"] == 6 and item["url"].endswith("/lti/launch")
+
+
+@SQLITE_ONLY
+def test_a_student_cannot_start_deep_linking(lms):
+    page = launch(lms, Pending(user="student-1", roles=[LEARNER], kind="deeplink"))
+    assert page.status_code == 403 and "Only instructors" in page.text
+
+
+# ------------------------------------------------------------------ launches refused
+
+def _refused(page: requests.Response, status: int, kind: str, words: str) -> None:
+    assert page.status_code == status, page.text[:1000]
+    assert f"<code>{kind}</code>" in page.text and words in page.text
+    assert "Traceback" not in page.text and "File \"" not in page.text
+
+
+@SQLITE_ONLY
+def test_a_launch_from_an_unregistered_platform_is_refused(tool, lms, caplog):
+    with Platform(tool, issuer="https://unknown-lms.example.org").served() as stranger:
+        page = launch(stranger, student())
+    _refused(page, 400, "unknown_platform", "not registered with the grader")
+    assert "unknown_platform" in caplog.text
+
+
+@SQLITE_ONLY
+def test_a_launch_signed_by_another_key_is_refused(lms, caplog):
+    forger_key, _ = rsa_pair()
+    page = launch(lms, student(sign_with=forger_key))
+    _refused(page, 403, "bad_signature", "not signed by a key")
+    assert "bad_signature" in caplog.text
+
+
+@SQLITE_ONLY
+def test_a_replayed_launch_is_refused(lms):
+    browser = requests.Session()
+    start = browser.get(lms.start_url(student()), timeout=30)
+    form = forms(start.text)[0]
+    first = browser.post(form["action"], data=form["fields"], timeout=30)
+    assert first.status_code == 200 and first.url.endswith("/exercises/autograd-basics")
+    replay = browser.post(form["action"], data=form["fields"], timeout=30)
+    _refused(replay, 403, "replayed_nonce", "already used")
+    # ...also from another browser, which has no state cookie at all
+    elsewhere = requests.post(form["action"], data=form["fields"], timeout=30)
+    assert elsewhere.status_code in (400, 403) and "Traceback" not in elsewhere.text
+
+
+@SQLITE_ONLY
+def test_an_expired_launch_is_refused(lms):
+    page = launch(lms, student(expires_in=-60))
+    _refused(page, 403, "expired_token", "expired")
+
+
+@SQLITE_ONLY
+def test_a_launch_from_an_unregistered_deployment_is_refused(lms):
+    page = launch(lms, student(deployment_id="deployment-unknown"))
+    _refused(page, 403, "unknown_deployment", "deployment")
+
+
+@SQLITE_ONLY
+def test_a_launch_without_a_login_started_here_is_refused(lms):
+    browser = requests.Session()
+    start = browser.get(lms.start_url(student()), timeout=30)
+    form = forms(start.text)[0]
+    page = requests.post(form["action"], data={**form["fields"], "state": "state-made-up"}, timeout=30)
+    _refused(page, 400, "invalid_state", "sign-in started in this browser")
+
+
+# ------------------------------------------------------------------ keys, configuration, registration
+
+@SQLITE_ONLY
+def test_the_jwks_keeps_the_previous_key_after_a_rotation(client, database_url, monkeypatch):
+    first = client.get("/lti/jwks").get_json()["keys"]
+    assert len(first) == 1 and first[0]["kty"] == "RSA" and "d" not in first[0]
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    result = subprocess.run([sys.executable, "-m", "grader.cli", "lti", "rotate-key"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    after = client.get("/lti/jwks").get_json()["keys"]
+    assert len(after) == 2 and after[1]["kid"] == first[0]["kid"] and after[0]["kid"] != first[0]["kid"]
+    assert all("d" not in key and "p" not in key for key in after)
+    assert after[0]["kid"] in result.stderr
+
+
+@SQLITE_ONLY
+def test_the_configuration_document_names_the_tools_urls(client):
+    document = client.get("/lti/config", base_url="https://grader.example.edu").get_json()
+    assert document["oidc_initiation_url"] == "https://grader.example.edu/lti/login"
+    assert document["target_link_uri"] == "https://grader.example.edu/lti/launch"
+    assert document["public_jwk_url"] == "https://grader.example.edu/lti/jwks"
+    assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in document["scopes"]
+    json.dumps(document)
+
+
+@SQLITE_ONLY
+def test_an_instructor_registers_a_platform_on_the_page(client, database_url):
+    from grader import users
+
+    with db.transaction(database_url) as session:
+        users.create_user(session, email="teacher@example.org", password="correct horse", role="instructor")
+        users.create_user(session, email="student@example.org", password="correct horse", role="student")
+
+    def sign_in(email):
+        client.post("/logout", data={})
+        page = client.get("/login").get_data(as_text=True)
+        token = forms(page)[-1]["fields"]["csrf_token"]
+        client.post("/login", data={"csrf_token": token, "email": email, "password": "correct horse"})
+
+    sign_in("student@example.org")
+    assert client.get("/instructor/lti/platforms").status_code == 403
+    sign_in("teacher@example.org")
+    page = client.get("/instructor/lti/platforms")
+    assert page.status_code == 200 and "/lti/login" in page.get_data(as_text=True)
+    token = forms(page.get_data(as_text=True))[-1]["fields"]["csrf_token"]
+    fields = {"csrf_token": token, "name": "Canvas", "issuer": "https://canvas.example.edu",
+              "client_id": "10000000000001", "deployment_ids": "1:abc, 2:def",
+              "auth_login_url": "https://canvas.example.edu/api/lti/authorize_redirect",
+              "auth_token_url": "https://canvas.example.edu/login/oauth2/token",
+              "jwks_url": "https://canvas.example.edu/api/lti/security/jwks"}
+    bad = client.post("/instructor/lti/platforms", data={**fields, "jwks_url": "not a url"})
+    assert bad.status_code == 422 and "JWKS" in bad.get_data(as_text=True)
+    done = client.post("/instructor/lti/platforms", data=fields)
+    assert done.status_code == 303
+    listed = client.get("/instructor/lti/platforms").get_data(as_text=True)
+    assert "https://canvas.example.edu" in listed and "1:abc" in listed and "2:def" in listed
+
+
+@SQLITE_ONLY
+def test_the_command_line_registers_and_lists_platforms(database_url, monkeypatch):
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    command = [sys.executable, "-m", "grader.cli", "lti"]
+    added = subprocess.run(command + ["add-platform", "--issuer", "https://moodle.example.edu",
+                                      "--client-id", "abc", "--deployment-id", "1", "--deployment-id", "2",
+                                      "--auth-login-url", "https://moodle.example.edu/mod/lti/auth.php",
+                                      "--auth-token-url", "https://moodle.example.edu/mod/lti/token.php",
+                                      "--jwks-url", "https://moodle.example.edu/mod/lti/certs.php"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert added.returncode == 0, added.stderr
+    listed = subprocess.run(command + ["list-platforms"], cwd=ROOT, capture_output=True, text=True)
+    assert "https://moodle.example.edu\tabc\t1,2" in listed.stdout
+    refused = subprocess.run(command + ["add-platform", "--issuer", "x", "--client-id", "abc", "--deployment-id",
+                                        "1", "--auth-login-url", "ftp://x", "--auth-token-url", "https://x/t",
+                                        "--jwks-url", "https://x/j"], cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 1 and "https URL" in refused.stderr
