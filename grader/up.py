@@ -277,9 +277,10 @@ def _redis(children: Children, redis_url: str, instance: Path) -> None:
     data = instance / "redis"
     data.mkdir(parents=True, exist_ok=True)
     bind = "127.0.0.1" if host == "localhost" else host
-    # No snapshots and no append-only file: submissions live in the database, and
-    # the sweeper re-sends any task lost with this Redis.
-    argv = [server, "--port", str(port), "--bind", bind, "--save", "", "--appendonly", "no",
+    # An append-only file (in ./instance/redis), so that tasks queued when it stops are
+    # still there when it starts again, graded at once rather than when the sweeper
+    # re-sends them; no snapshots: the database is the source of truth.
+    argv = [server, "--port", str(port), "--bind", bind, "--save", "", "--appendonly", "yes",
             "--dir", str(data), "--logfile", "", "--daemonize", "no"]
     if parts.password:
         argv[1:1] = ["-"]  # the password is read from stdin, not shown in ps
