@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import shutil
 import stat
 import tempfile
@@ -151,14 +150,12 @@ def enqueue_check(bundle_id: int, device: str) -> None:
 
 # ------------------------------------------------------------------ on the worker
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("GRADER_BUNDLE_CACHE", Path.cwd() / "instance" / "bundles"))
-
-
 def materialize(bundle: Bundle) -> catalog.Exercise:
     """The bundle as a catalogue exercise, unpacked once into this machine's cache
     (by content hash, so a changed upload never reuses old files)."""
-    folder = cache_dir() / f"{bundle.slug}-v{bundle.version}-{bundle.sha256[:16]}"
+    from grader.settings import settings
+
+    folder = settings().bundle_cache / f"{bundle.slug}-v{bundle.version}-{bundle.sha256[:16]}"
     if not folder.is_dir():
         folder.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=folder.parent))

@@ -12,7 +12,8 @@ from grader import db
 from grader.lti.hooks import backoff
 from grader.models import Submission
 from grader.settings import settings
-from grader.webhooks import DELIVER_TASK, EVENT, Webhook, WebhookDelivery, payload, sign
+from grader.webhooks import (DELIVER_TASK, EVENT, Webhook, WebhookDelivery, WebhookError, check_destination,
+                             payload, sign)
 from worker.app import celery
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,14 @@ def deliver(self, submission_id: str, webhook_id: int) -> str:
                "X-Grader-Timestamp": timestamp}
     attempt, status, error = self.request.retries + 1, None, None
     started = time.monotonic()
+    try:
+        check_destination(url)
+    except WebhookError as exc:
+        with db.transaction() as session:
+            session.add(WebhookDelivery(webhook_id=webhook_id, submission_id=submission_id, attempt=attempt,
+                                        ok=False, error=f"not sent: {exc}"[:2000], request_headers=headers))
+        log.warning("webhook %s: not sent to an internal address", webhook_id)
+        return "refused"
     try:
         signed = {**headers, "X-Grader-Signature": sign(secret, timestamp, body)}
         response = requests.post(url, data=body, headers=signed, timeout=config.http_timeout_s,

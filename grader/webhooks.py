@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import secrets
+import socket
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -76,7 +78,28 @@ def check_url(url) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
         raise WebhookError("'url' must be an absolute http or https URL")
+    check_destination(url)
     return url
+
+
+def check_destination(url: str) -> None:
+    """Refuse a URL whose host is (or resolves to) a private, loopback, link-local or
+    otherwise internal address, unless GRADER_WEBHOOK_ALLOW_PRIVATE is set. Checked when
+    registered and again before each delivery (the name may resolve elsewhere later)."""
+    from grader.settings import settings
+
+    if settings().webhook_allow_private:
+        return
+    host = urlsplit(url).hostname or ""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (socket.gaierror, UnicodeError):
+        raise WebhookError(f"the host {host!r} does not resolve") from None
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        if not ip.is_global or ip.is_multicast:
+            raise WebhookError(f"the host {host!r} is an internal address ({ip}); webhooks go to public "
+                               f"addresses (an operator may set GRADER_WEBHOOK_ALLOW_PRIVATE=1)")
 
 
 def register(session: Session, api_key_id: int, url: str) -> tuple[Webhook, str]:

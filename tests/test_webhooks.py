@@ -28,6 +28,7 @@ SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def service(database_url, redis, monkeypatch):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.5")  # the worker inherits it: retries come quickly
+    monkeypatch.setenv("GRADER_WEBHOOK_ALLOW_PRIVATE", "1")  # the receivers listen on 127.0.0.1
     exercise = catalog.find("autograd-basics")
     with db.transaction(database_url) as session:
         session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
@@ -151,3 +152,39 @@ def test_the_signature_covers_the_timestamp_and_the_body():
     assert not verify("whsec_k", str(int(now) + 1), body, signature, now_s=now)
     assert not verify("whsec_other", str(int(now)), body, signature, now_s=now)
     assert not verify("whsec_k", str(int(now)), body, signature, now_s=now + 3600)  # a replay, later
+
+
+@SQLITE_ONLY
+def test_a_submission_that_could_not_be_graded_is_delivered_too(client, api_key, service, tmp_path):
+    from grader.models import Submission
+    from worker.tasks import MAX_ATTEMPTS
+
+    receiver = Receiver()
+    with serve(receiver.app) as url:
+        receiver.secret = client.post("/api/v1/webhooks", json={"url": f"{url}/hook"},
+                                      headers=api_key).get_json()["secret"]
+        created = client.post("/api/v1/submissions", headers=api_key,
+                              json={"exercise": "autograd-basics", "source": SOLUTION, "user": "s-3"}).get_json()
+        with db.transaction(service) as session:  # as if every attempt had been lost already
+            session.get(Submission, created["id"]).attempts = MAX_ATTEMPTS
+        worker = start_worker(tmp_path, "worker")
+        try:
+            deadline = time.monotonic() + 60
+            while not receiver.received and time.monotonic() < deadline:
+                time.sleep(0.3)
+        finally:
+            stop(worker)
+    assert len(receiver.received) == 1 and receiver.received[0]["valid"]
+    result = receiver.received[0]["body"]["submission"]
+    assert result["status"] == "failed" and result["score"] is None and result["failure_reason"]
+
+
+@SQLITE_ONLY
+def test_webhooks_cannot_point_into_the_services_own_network(client, api_key, monkeypatch):
+    monkeypatch.delenv("GRADER_WEBHOOK_ALLOW_PRIVATE")
+    for url in ("http://127.0.0.1:6379/", "http://localhost/hook", "http://10.0.0.7/hook",
+                "http://169.254.169.254/latest/meta-data/", "http://[::1]/hook"):
+        answer = client.post("/api/v1/webhooks", json={"url": url}, headers=api_key)
+        assert answer.status_code == 422, url
+        assert answer.get_json()["error"]["code"] == "invalid_url" and "internal address" in \
+            answer.get_json()["error"]["message"], url

@@ -19,6 +19,7 @@ from typing import Callable
 import jwt
 import redis as redis_py
 import requests
+from flask_babel import lazy_gettext as _
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.contrib.flask import (FlaskCacheDataStorage, FlaskMessageLaunch, FlaskOIDCLogin,
                                     FlaskRequest)
@@ -40,20 +41,24 @@ DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 LAUNCH_DATA_SECONDS = 3600  # how long a login's nonce and a launch's data are kept
 USED_NONCE_SECONDS = 86400  # how long a used nonce is remembered (longer than any token lives)
 
-# What a person is told, by kind of failure: (HTTP status, message).
+# What a person is told, by kind of failure: (HTTP status, message). The messages are lazy (this
+# table is built at import, outside any request): each is translated when shown, for its reader.
 PROBLEMS = {
-    "unknown_platform": (400, "This LMS is not registered with the grader. An instructor registers it "
-                              "under Instructor > LMS platforms (issuer and client id as the LMS shows them)."),
-    "unknown_deployment": (403, "This deployment of the tool is not registered for this LMS. An instructor "
-                                "adds its deployment id to the platform's registration."),
-    "bad_signature": (403, "The LMS's launch message is not signed by a key the LMS publishes. Check the "
-                           "platform's JWKS URL in its registration."),
-    "expired_token": (403, "The launch message has expired. Open the exercise from the LMS again."),
-    "replayed_nonce": (403, "This launch message was already used. Open the exercise from the LMS again."),
-    "invalid_state": (400, "This launch does not belong to a sign-in started in this browser. If the LMS "
-                           "shows the grader in a frame, allow third-party cookies or open it in a new window."),
-    "invalid_launch": (400, "The LMS sent a launch the grader cannot accept."),
-    "platform_unreachable": (502, "The grader could not reach the LMS to check the launch. Try again shortly."),
+    "unknown_platform": (400, _("This LMS is not registered with the grader. An instructor registers it "
+                                "under Instructor > LMS platforms (issuer and client id as the LMS shows "
+                                "them).")),
+    "unknown_deployment": (403, _("This deployment of the tool is not registered for this LMS. An instructor "
+                                  "adds its deployment id to the platform's registration.")),
+    "bad_signature": (403, _("The LMS's launch message is not signed by a key the LMS publishes. Check the "
+                             "platform's JWKS URL in its registration.")),
+    "expired_token": (403, _("The launch message has expired. Open the exercise from the LMS again.")),
+    "replayed_nonce": (403, _("This launch message was already used. Open the exercise from the LMS again.")),
+    "invalid_state": (400, _("This launch does not belong to a sign-in started in this browser. If the "
+                             "LMS shows the grader in a frame, allow third-party cookies or open it in a new "
+                             "window.")),
+    "invalid_launch": (400, _("The LMS sent a launch the grader cannot accept.")),
+    "platform_unreachable": (502, _("The grader could not reach the LMS to check the launch. Try again "
+                                    "shortly.")),
 }
 
 
@@ -70,7 +75,7 @@ class LaunchError(Exception):
 
     @property
     def message(self) -> str:
-        return PROBLEMS[self.kind][1]
+        return str(PROBLEMS[self.kind][1])
 
 
 class ServiceError(Exception):

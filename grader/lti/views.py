@@ -7,6 +7,7 @@ import logging
 
 from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
                    url_for)
+from flask_babel import gettext as _
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -49,7 +50,7 @@ def _problem(kind: str, detail: str = "", *, status: int | None = None, message:
     """A page a person can act on, and a log line; never a stack trace."""
     log.warning("LTI launch refused (%s): %s", kind, detail[:300])
     status = status or PROBLEMS.get(kind, (400, ""))[0]
-    message = message or PROBLEMS.get(kind, (0, "The launch could not be accepted."))[1]
+    message = str(message or PROBLEMS.get(kind, (0, _("The launch could not be accepted.")))[1])
     return render_template("lti/error.html", kind=kind, message=message), status
 
 
@@ -72,7 +73,7 @@ def launch():
         return _problem(exc.kind, exc.detail)
     if data.message_type not in (RESOURCE_LINK, DEEP_LINKING):
         return _problem("invalid_launch", f"message type {data.message_type!r}",
-                        message="The grader accepts resource link and deep linking launches only.")
+                        message=_("The grader accepts resource link and deep linking launches only."))
     role = "instructor" if INSTRUCTOR_ROLES & set(data.roles) else "student"
     try:
         try:
@@ -80,22 +81,22 @@ def launch():
         except IntegrityError:  # a concurrent first launch made the same rows: look again
             user_id, slug = _record(data, role)
     except submissions.SubmissionError as exc:
-        return _problem("invalid_launch", exc.message, message="The LMS sent no usable user id.")
+        return _problem("invalid_launch", exc.message, message=_("The LMS sent no usable user id."))
     _sign_in(user_id)
     log.info("LTI launch: user %s (%s) from %s, %s", user_id, role, data.issuer, data.message_type)
     if data.message_type == DEEP_LINKING:
         if role != "instructor":
             return _problem("not_instructor", "deep linking by a non-instructor", status=403,
-                            message="Only instructors choose exercises for the course.")
+                            message=_("Only instructors choose exercises for the course."))
         session["lti_deep_link"] = data.launch_id
         return redirect(url_for("lti.deep_link"), code=303)
     if slug is None:
         if role == "instructor":
             return redirect(url_for("web.exercises"), code=303)
         return _problem("link_not_connected", f"resource link {data.resource_link_id!r}", status=404,
-                        message="This LMS link is not connected to an exercise. Ask your instructor "
-                                "to choose the exercise again (deep linking) or set the custom "
-                                "parameter exercise=<slug>.")
+                        message=_("This LMS link is not connected to an exercise. Ask your instructor "
+                                  "to choose the exercise again (deep linking) or set the custom "
+                                  "parameter exercise=<slug>."))
     return redirect(url_for("web.exercise", slug=slug), code=303)
 
 
@@ -164,7 +165,7 @@ def deep_link():
     launch_id = session.get("lti_deep_link")
     if not launch_id:
         return _problem("no_deep_link", "no deep linking launch in this session", status=400,
-                        message="Start choosing exercises from the LMS (add an activity or an external tool).")
+                        message=_("Start choosing exercises from the LMS (add an activity or an external tool)."))
     with db.transaction(_database_url()) as s:
         exercises = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
     if request.method == "GET":
@@ -173,7 +174,7 @@ def deep_link():
     picked = [row for row in exercises if row.slug in chosen]
     if not picked:
         return render_template("lti/deep_link.html", exercises=exercises,
-                               error="Choose at least one exercise."), 422
+                               error=_("Choose at least one exercise.")), 422
     launch_url = url_for("lti.launch", _external=True)
     items = [LinkItem(title=row.title.get("en") or row.slug, url=launch_url, custom={"exercise": row.slug},
                       score_maximum=float(row.max_score), resource_id=row.slug) for row in picked]
@@ -247,9 +248,9 @@ def platform_list():
                               auth_login_url=form["auth_login_url"], auth_token_url=form["auth_token_url"],
                               jwks_url=form["jwks_url"], name=form["name"], created_by=g.user.id)
         except platforms.PlatformError as exc:
-            error, status = str(exc), 422
+            error, status = _platform_error(exc), 422
         except IntegrityError:
-            error, status = "That platform was just registered by someone else; reload the page.", 409
+            error, status = _("That platform was just registered by someone else; reload the page."), 409
         else:
             log.info("LTI platform %s (client %s) registered by user %s", form["issuer"], form["client_id"],
                      g.user.id)
@@ -258,6 +259,28 @@ def platform_list():
         rows = s.scalars(select(LtiPlatform).order_by(LtiPlatform.created_at)).all()
     return render_template("instructor/lti_platforms.html", platforms=rows, error=error, form=form,
                            tool=tool_configuration(request.url_root)), status
+
+
+def _platform_error(exc: Exception) -> str:
+    """The registration form's error in the reader's language (platforms.py words it in
+    English for the command line too); a message not listed here is shown as it is."""
+    text = str(exc)
+    known = {
+        "The issuer must be 1 to 500 printable characters":
+            _("The issuer must be 1 to %(limit)d printable characters.", limit=500),
+        "The client id must be 1 to 500 printable characters":
+            _("The client id must be 1 to %(limit)d printable characters.", limit=500),
+        "A deployment id must be 1 to 500 printable characters":
+            _("A deployment id must be 1 to %(limit)d printable characters.", limit=500),
+        "give at least one deployment id": _("Give at least one deployment id."),
+        "The authentication (OIDC auth) URL must be an absolute https URL":
+            _("The authentication (OIDC auth) URL must be an absolute https URL."),
+        "The access token URL must be an absolute https URL":
+            _("The access token URL must be an absolute https URL."),
+        "The JWKS (public keyset) URL must be an absolute https URL":
+            _("The JWKS (public keyset) URL must be an absolute https URL."),
+    }
+    return known.get(text, text)
 
 
 @bp.get("/instructor/lti/deliveries")
