@@ -21,7 +21,7 @@ GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else G
 def make_celery() -> Celery:
     config = settings()
     app = Celery("grader", broker=config.redis_url,
-                 include=["worker.tasks", "grader.lti.tasks", "grader.webhook_tasks"])
+                 include=["worker.tasks", "grader.lti.tasks", "grader.webhooks.tasks"])
     app.conf.update(
         task_default_queue="cpu",
         task_acks_late=True,                # a task is done when graded, not when received

@@ -46,6 +46,10 @@ def publish_score(self, submission_id: str, target_id: int) -> str:
         target = session.get(LtiGradeTarget, target_id)
         if row is None or target is None or row.status != "graded":
             return "missing"
+        if config.lti_score_policy == "latest" and session.scalar(select(func.count()).where(
+                Submission.user_id == row.user_id, Submission.exercise_slug == row.exercise_slug,
+                Submission.status == "graded", Submission.finished_at > row.finished_at)):
+            return "superseded"  # a newer grade's own task sends the latest score
         platform = as_platform(target.platform)
         key_row = keys.current(session)
         key = KeyPair(kid=key_row.kid, private_pem=key_row.private_pem, public_pem=key_row.public_pem)
