@@ -36,7 +36,6 @@ def grade_file(target):
 
 # ------------------------------------------------------------------ the service's parts
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/11"  # this suite's own Redis database, flushed per test
 POSTGRES_ADMIN = "host=127.0.0.1 user=postgres dbname=postgres connect_timeout=5"
 
 
@@ -92,9 +91,21 @@ def database_url(request, tmp_path):
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A redis-server of this test run's own, on a free port: another run on the machine
+    (or anything else using the Redis at 6379) can neither flush nor consume its tasks."""
+    from tests.live import PrivateRedis
+
+    server = PrivateRedis(tmp_path_factory.mktemp("redis-server") / "data")
+    server.start()
+    yield server.url
+    server.stop()
+
+
 @pytest.fixture
-def redis(monkeypatch):
-    """An empty Redis database that the Celery app sends tasks to, as a redis-py client.
+def redis(redis_url, monkeypatch):
+    """An empty Redis that the Celery app sends tasks to, as a redis-py client.
 
     worker.app's Celery app reads GRADER_REDIS_URL when it is made, so a new one is made
     for the test and put where submissions.enqueue finds it.
@@ -103,12 +114,9 @@ def redis(monkeypatch):
 
     from worker import app as worker_app
 
-    client = redis_py.Redis.from_url(REDIS_TEST_URL)
-    try:
-        client.flushdb()
-    except redis_py.ConnectionError as exc:
-        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}: {exc}")
-    monkeypatch.setenv("GRADER_REDIS_URL", REDIS_TEST_URL)
+    client = redis_py.Redis.from_url(redis_url)
+    client.flushdb()
+    monkeypatch.setenv("GRADER_REDIS_URL", redis_url)
     monkeypatch.delenv("GRADER_GPU_QUEUE", raising=False)  # "any" exercises go to the cpu queue
     celery = worker_app.make_celery()
     monkeypatch.setattr(worker_app, "celery", celery)

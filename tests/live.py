@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,3 +55,107 @@ def serve(app):
     finally:
         server.shutdown()
         thread.join(10)
+
+
+# ------------------------------------------------------------------ the database's side
+
+def publish_basics(database_url: str, **extra) -> None:
+    """autograd-basics published from the catalogue, worth 6 points, as `grader exercise sync`
+    would leave it (without grading its solution first)."""
+    from grader import catalog, db
+    from grader.models import Exercise
+
+    exercise = catalog.find("autograd-basics")
+    with db.transaction(database_url) as session:
+        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
+                             device=exercise.device, max_score=6, functions=list(exercise.functions), **extra))
+
+
+def wait_until_done(database_url: str, ids: list[str], seconds: float = 120) -> list:
+    """The submissions, once every one is graded or failed (in the order of `ids`)."""
+    from collections import Counter
+
+    from sqlalchemy import select
+
+    from grader import db
+    from grader.models import Submission
+
+    deadline = time.monotonic() + seconds
+    while True:
+        with db.transaction(database_url) as session:
+            rows = {row.id: row for row in session.scalars(select(Submission).where(Submission.id.in_(ids)))}
+        if len(rows) == len(set(ids)) and all(row.status in ("graded", "failed") for row in rows.values()):
+            return [rows[i] for i in ids]
+        assert time.monotonic() < deadline, f"after {seconds} s: {Counter(r.status for r in rows.values())}"
+        time.sleep(0.2)
+
+
+def wait_until_grading(database_url: str, submission_id: str, seconds: float = 60) -> None:
+    """Until a worker is in the middle of the submission's grade (a test has passed)."""
+    from grader import db
+    from grader.models import Submission
+
+    deadline = time.monotonic() + seconds
+    while True:
+        with db.transaction(database_url) as session:
+            row = session.get(Submission, submission_id)
+            if row.status == "running" and row.progress_done >= 1:
+                return
+        assert time.monotonic() < deadline, "the grade never started"
+        time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ Redis
+
+class PrivateRedis:
+    """A redis-server of the test's own that can be restarted on the same port and data."""
+
+    def __init__(self, directory: Path, *, fsync_always: bool = False):
+        self.directory, self.fsync = directory, "always" if fsync_always else "everysec"
+        self.directory.mkdir()
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import redis as redis_py
+
+        server = shutil.which("redis-server")
+        if server is None:
+            pytest.skip("redis-server is not installed")
+        # fsync_always: a task acknowledged to the sender is on disk, whatever happens next.
+        self.process = subprocess.Popen(
+            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--appendonly", "yes",
+             "--appendfsync", self.fsync, "--save", "", "--dir", str(self.directory), "--daemonize", "no"],
+            stdout=open(self.directory / "redis.log", "a"), stderr=subprocess.STDOUT)
+        client = redis_py.Redis.from_url(self.url, socket_connect_timeout=1)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis_py.ConnectionError:
+                assert self.process.poll() is None and time.monotonic() < deadline, \
+                    (self.directory / "redis.log").read_text()[-2000:]
+                time.sleep(0.05)
+            finally:
+                client.close()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # SIGTERM: Redis flushes its append-only file and exits
+            self.process.wait(30)
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def queued(self, queue: str = "cpu") -> int:
+        """Messages waiting in a queue (Celery's Redis transport keeps a list per queue)."""
+        import redis as redis_py
+
+        with redis_py.Redis.from_url(self.url) as client:
+            return client.llen(queue)

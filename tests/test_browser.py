@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import catalog, db, users
-from grader.models import Exercise
-from tests.live import serve, start_worker, stop
+from grader import db, users
+from tests.live import publish_basics, serve, start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -41,10 +40,8 @@ def browser():
 @pytest.fixture
 def live_site(app, database_url, monkeypatch, tmp_path):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    bundle = catalog.find("autograd-basics")
+    publish_basics(database_url)
     with db.transaction(database_url) as session:
-        session.add(Exercise(slug=bundle.slug, version=bundle.version, title=bundle.title, device=bundle.device,
-                             max_score=6, functions=list(bundle.functions)))
         users.create_user(session, email="ada@example.org", password="correct horse", name="Ada")
     worker = start_worker(tmp_path, "worker")
     try:

@@ -1,8 +1,8 @@
 """The service under stress, all parts real: a Redis restarted under the queue, and a burst
 of API submissions shared by two workers. Nothing may be lost, and nothing graded twice.
 
-Each test runs its own redis-server on a free port (the shared one at 6379 is flushed by
-other tests, and these restart theirs), keeping every write in its append-only file, as
+Each test runs its own redis-server on a free port (the suite's is flushed by every test,
+and these restart theirs), keeping every write in its append-only file, as
 docker-compose's Redis does.
 """
 
@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
-import socket
-import subprocess
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -22,10 +19,10 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select
 
-from grader import catalog, db, submissions
+from grader import db, submissions
 from grader.api import keys
-from grader.models import Exercise, Submission, User
-from tests.live import serve, start_worker, stop
+from grader.models import Submission, User
+from tests.live import PrivateRedis, publish_basics, serve, start_worker, stop, wait_until_done, wait_until_grading
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -37,66 +34,12 @@ SLOW_RIGHT = RIGHT.replace("    y.backward()", "    __import__('time').sleep(0.5
 pytestmark = pytest.mark.slow
 
 
-class PrivateRedis:
-    """A redis-server of the test's own that can be restarted on the same port and data."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self.directory.mkdir()
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        import redis as redis_py
-
-        server = shutil.which("redis-server")
-        if server is None:
-            pytest.skip("redis-server is not installed")
-        # fsync on every write: a task acknowledged to the sender is on disk.
-        self.process = subprocess.Popen(
-            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--appendonly", "yes",
-             "--appendfsync", "always", "--save", "", "--dir", str(self.directory), "--daemonize", "no"],
-            stdout=open(self.directory / "redis.log", "a"), stderr=subprocess.STDOUT)
-        client = redis_py.Redis.from_url(self.url, socket_connect_timeout=1)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.ping()
-                break
-            except redis_py.ConnectionError:
-                assert self.process.poll() is None and time.monotonic() < deadline, \
-                    (self.directory / "redis.log").read_text()[-2000:]
-                time.sleep(0.05)
-            finally:
-                client.close()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # SIGTERM: Redis flushes its append-only file and exits
-            self.process.wait(30)
-        self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def queued(self, queue: str = "cpu") -> int:
-        """Messages waiting in a queue (Celery's Redis transport keeps a list per queue)."""
-        import redis as redis_py
-
-        with redis_py.Redis.from_url(self.url) as client:
-            return client.llen(queue)
-
-
 @pytest.fixture
 def broker(tmp_path, monkeypatch):
     """The private Redis, which the Celery app of this process and the workers send to."""
     from worker import app as worker_app
 
-    server = PrivateRedis(tmp_path / "redis")
+    server = PrivateRedis(tmp_path / "redis", fsync_always=True)
     server.start()
     monkeypatch.setenv("GRADER_REDIS_URL", server.url)
     monkeypatch.delenv("GRADER_GPU_QUEUE", raising=False)  # "any" exercises go to the cpu queue
@@ -112,10 +55,8 @@ def service(database_url, broker, monkeypatch):
     """The test's database (also in the workers' environment), autograd-basics published
     and a student."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    exercise = catalog.find("autograd-basics")
+    publish_basics(database_url)
     with db.transaction(database_url) as session:
-        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
-                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
         session.add(User(email="student@example.org", name="Student", role="student"))
     return database_url
 
@@ -137,17 +78,6 @@ def statuses(database: str) -> Counter:
         return Counter(dict(session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all()))
 
 
-def wait_until_all_done(database: str, ids: list[str], seconds: float = 120) -> list[Submission]:
-    deadline = time.monotonic() + seconds
-    while True:
-        with db.transaction(database) as session:
-            rows = session.scalars(select(Submission).where(Submission.id.in_(ids))).all()
-        if len(rows) == len(ids) and all(row.status in ("graded", "failed") for row in rows):
-            return rows
-        assert time.monotonic() < deadline, f"after {seconds} s: {Counter(row.status for row in rows)}"
-        time.sleep(0.5)
-
-
 def assert_graded_once_with_full_marks(rows: list[Submission]) -> None:
     assert [(r.status, r.score, r.max_score, r.attempts) for r in rows] == [("graded", 6, 6, 1)] * len(rows)
 
@@ -161,7 +91,7 @@ def test_submissions_queued_while_redis_restarts_are_all_graded_once(service, br
     assert broker.queued() == 10  # the append-only file brought them back
     worker = start_worker(tmp_path, "worker", env=worker_env(service, broker))
     try:
-        rows = wait_until_all_done(service, ids)
+        rows = wait_until_done(service, ids)
     finally:
         stop(worker)
     assert_graded_once_with_full_marks(rows)
@@ -172,18 +102,11 @@ def test_a_running_worker_rides_out_a_redis_restart_mid_grade(service, broker, t
     worker = start_worker(tmp_path, "worker", env=worker_env(service, broker))
     try:
         in_flight = submit(service, SLOW_RIGHT)
-        deadline = time.monotonic() + 60
-        while True:
-            with db.transaction(service) as session:
-                row = session.get(Submission, in_flight)
-                if row.status == "running" and row.progress_done >= 1:
-                    break
-            assert time.monotonic() < deadline, "the grade never started"
-            time.sleep(0.05)
+        wait_until_grading(service, in_flight)
         broker.restart()
         # Sent after the restart: this process and the worker must both have reconnected.
         after = [submit(service, RIGHT) for _ in range(5)]
-        rows = wait_until_all_done(service, [in_flight, *after])
+        rows = wait_until_done(service, [in_flight, *after])
         assert worker.poll() is None, "the worker exited instead of reconnecting"
     finally:
         stop(worker)
@@ -228,7 +151,7 @@ def test_a_burst_of_api_submissions_to_two_workers_is_graded_every_one_exactly_o
         assert [status for status, _ in answers] == [202] * BURST, Counter(s for s, _ in answers)
         ids = [data["id"] for _, data in answers]
         assert len(set(ids)) == BURST
-        rows = wait_until_all_done(service, ids, seconds=600)
+        rows = wait_until_done(service, ids, seconds=600)
         print(f"\n{BURST} submissions posted and graded in {time.monotonic() - started:.1f} s")
     finally:
         for worker in workers:

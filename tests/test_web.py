@@ -10,12 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from grader import catalog, db, users
 from grader.engine import grade
 from grader.models import Exercise, Submission, now
 from grader.settings import MAX_SOURCE_BYTES
+from tests.live import publish_basics
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -26,10 +27,8 @@ TWICE = (BASICS / "mutants" / "backward_twice.py").read_text(encoding="utf-8")
 @pytest.fixture
 def site(app, database_url):
     """The app with autograd-basics published and three accounts."""
-    bundle = catalog.find("autograd-basics")
+    publish_basics(database_url)
     with db.transaction(database_url) as session:
-        session.add(Exercise(slug=bundle.slug, version=bundle.version, title=bundle.title, device=bundle.device,
-                             max_score=6, functions=list(bundle.functions)))
         for email, role in (("ada@example.org", "student"), ("bob@example.org", "student"),
                             ("ines@example.org", "instructor")):
             users.create_user(session, email=email, password="correct horse", role=role, name=email.split("@")[0])

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 from flask import Flask, request
 
-from grader import catalog, db
+from grader import db
 from grader.api import keys
-from grader.models import Exercise
 from grader.webhooks import WebhookDelivery, sign, verify
-from tests.live import serve, start_worker, stop
+from tests.live import publish_basics, serve, start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
@@ -29,10 +28,7 @@ def service(database_url, redis, monkeypatch):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.5")  # the worker inherits it: retries come quickly
     monkeypatch.setenv("GRADER_WEBHOOK_ALLOW_PRIVATE", "1")  # the receivers listen on 127.0.0.1
-    exercise = catalog.find("autograd-basics")
-    with db.transaction(database_url) as session:
-        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
-                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
+    publish_basics(database_url)
     return database_url
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import catalog, db, submissions
-from grader.models import Exercise, Submission, User, now
-from tests.live import start_worker, stop
+from grader import db, submissions
+from grader.models import Submission, User, now
+from tests.live import publish_basics, start_worker, stop, wait_until_done, wait_until_grading
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -22,10 +22,8 @@ def service(database_url, redis, monkeypatch):
     """The environment a deployment sets, here and in the worker processes (they inherit
     it): the test's database and Redis, a published exercise and a student."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    exercise = catalog.find("autograd-basics")
+    publish_basics(database_url)
     with db.transaction(database_url) as session:
-        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
-                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
         session.add(User(email="student@example.org", name="Student", role="student"))
     return database_url
 
@@ -46,26 +44,19 @@ def submit(database: str, source: str) -> str:
     return submission_id
 
 
-def wait_until_done(database: str, submission_id: str, seconds: float = 90) -> Submission:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with db.transaction(database) as session:
-            row = session.get(Submission, submission_id)
-            if row.status in ("graded", "failed"):
-                return row
-        time.sleep(0.2)
-    raise AssertionError(f"submission {submission_id} still {row.status}")
+def finished(database: str, submission_id: str) -> Submission:
+    return wait_until_done(database, [submission_id], seconds=90)[0]
 
 
 def test_a_committed_submission_is_graded_by_a_worker_and_its_report_stored(service, worker):
     right = submit(service, (BASICS / "solution.py").read_text())
     wrong = submit(service, (BASICS / "mutants" / "backward_twice.py").read_text())
-    graded = wait_until_done(service, right)
+    graded = finished(service, right)
     assert graded.status == "graded" and graded.score == graded.max_score == 6
     assert graded.report["exercise"] == "autograd-basics" and graded.exercise_version == 1
     assert graded.progress_done == graded.progress_total == 4
     assert graded.attempts == 1
-    mistaken = wait_until_done(service, wrong)
+    mistaken = finished(service, wrong)
     assert mistaken.score == 0 and mistaken.status == "graded"
     assert any("accumulate" in (t["hint"] or "") for t in mistaken.report["tests"])
 
@@ -73,7 +64,7 @@ def test_a_committed_submission_is_graded_by_a_worker_and_its_report_stored(serv
 def test_a_task_delivered_twice_grades_once(service, worker):
     submission_id = submit(service, (BASICS / "solution.py").read_text())
     submissions.enqueue(submission_id, "any")
-    first = wait_until_done(service, submission_id)
+    first = finished(service, submission_id)
     time.sleep(1.0)  # the second delivery has had its turn
     with db.transaction(service) as session:
         again = session.get(Submission, submission_id)
@@ -84,7 +75,7 @@ def test_the_sweeper_resends_a_stuck_submission_and_gives_up_after_the_attempts(
     from worker import tasks
 
     stuck = submit(service, (BASICS / "solution.py").read_text())
-    wait_until_done(service, stuck)
+    finished(service, stuck)
     with db.transaction(service) as session:
         session.add(row := Submission(user_id=1, exercise_slug="autograd-basics", exercise_version=1,
                                       source=(BASICS / "solution.py").read_text(), status="running",
@@ -99,7 +90,7 @@ def test_the_sweeper_resends_a_stuck_submission_and_gives_up_after_the_attempts(
         session.flush()
         hopeless = row.id
     assert tasks.sweep_stuck() == 1
-    assert wait_until_done(service, lost).status == "graded"
+    assert finished(service, lost).status == "graded"
     with db.transaction(service) as session:
         given_up = session.get(Submission, hopeless)
         assert given_up.status == "failed" and given_up.failure_reason and given_up.score is None
@@ -115,14 +106,7 @@ def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monke
     monkeypatch.setenv("GRADER_GRADE_LIMIT_S", "12")  # so that the lost grade is overdue soon
     first = start_worker(tmp_path, "first")
     submission_id = submit(service, SLOW_SOLUTION)
-    deadline = time.monotonic() + 60
-    while True:
-        with db.transaction(service) as session:
-            row = session.get(Submission, submission_id)
-            if row.status == "running" and row.progress_done >= 1:
-                break
-        assert time.monotonic() < deadline, "the grade never started"
-        time.sleep(0.05)
+    wait_until_grading(service, submission_id)
     first.kill()  # SIGKILL, mid-grade
     first.wait()
     second = start_worker(tmp_path, "second")
