@@ -3,8 +3,10 @@ lti1p3platform, a platform-side LTI library none of us wrote, and served over HT
 
 It exposes what a real LMS does: its JWKS, an OIDC authorization endpoint that answers
 the tool's login redirect with a signed launch form, an OAuth2 token endpoint, a line
-item scores endpoint (AGS) that records what it receives, and a deep linking return
-endpoint that validates the tool's response. Launches start at /start, as a click on a
+item scores endpoint (AGS) that records what it receives, the course's line item
+container (AGS: listed and added to by a tool holding the line item scope, as for a
+placement that came without a line item), and a deep linking return endpoint that
+validates the tool's response. Launches start at /start, as a click on a
 link in a course would.
 
 Also: ``follow_forms`` drives an HTTP session through auto-submitting forms, the way a
@@ -32,6 +34,7 @@ from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request
+from lti1p3platform.exceptions import LineItemNotFoundException, LtiServiceException
 from lti1p3platform.score import UpdateScoreStatus
 from lti1p3platform.service_connector import AssignmentsGradesService
 
@@ -72,6 +75,7 @@ class Pending:
     name: str = "Ada Lovelace"
     kind: str = "resource"  # or "deeplink"
     resource_link: str = "link-1"
+    lineitem: bool = True  # False: the AGS claim names only the container (the tool may create one)
     custom: dict = field(default_factory=dict)
     expires_in: int = 300  # seconds; negative: the id token is expired when it is made
     deployment_id: str | None = None  # another than the registered one
@@ -86,6 +90,8 @@ class Platform:
         self.url = ""  # once served
         self.pending: dict[str, Pending] = {}
         self.scores: list[dict] = []
+        self.lineitems: list[dict] = []  # created by the tool, in the container
+        self.lineitem_queries: list[dict] = []  # the container's GETs, by their query parameters
         self.deep_links: list[list[dict]] = []
         self.errors: list[str] = []
         self.token_requests = 0
@@ -158,8 +164,11 @@ class Platform:
                 else:
                     self.set_resource_link_claim(pending.resource_link, title="An exercise")
                     self.set_custom_parameters_claim(pending.custom)
-                    self.set_ags(f"{platform.url}/lineitems", lineitem_url=f"{platform.url}/lineitems/1",
-                                 allow_creating_lineitems=False)
+                    if pending.lineitem:
+                        self.set_ags(f"{platform.url}/lineitems", lineitem_url=f"{platform.url}/lineitems/1",
+                                     allow_creating_lineitems=False)
+                    else:  # no line item; the lineitem scope lets the tool make one
+                        self.set_ags(f"{platform.url}/lineitems", allow_creating_lineitems=True)
                 if pending.deployment_id:
                     self.set_extra_claims({"https://purl.imsglobal.org/spec/lti/claim/deployment_id":
                                            pending.deployment_id})
@@ -177,14 +186,25 @@ class Platform:
                 return _LAUNCH_FORM.render(**launch_data)
 
         class Grades(AssignmentsGradesService):
-            def find_lineitems(self, *args, **kwargs):
-                return []
+            def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None,
+                               resource_id=None, tag=None):
+                wanted = {"resourceLinkId": resource_link_id, "resourceId": resource_id, "tag": tag}
+                with platform._lock:
+                    platform.lineitem_queries.append({k: v for k, v in wanted.items() if v is not None})
+                    found = [item for item in platform.lineitems
+                             if all(v is None or item.get(k) == v for k, v in wanted.items())]
+                return {"content": found, "has_next": False}
 
             def find_lineitem(self, line_item_id):
                 return {"id": f"{platform.url}/lineitems/{line_item_id}", "scoreMaximum": 6, "label": "x"}
 
-            def create_lineitem(self, *args, **kwargs):
-                raise NotImplementedError
+            def create_lineitem(self, creation_data):
+                if not creation_data.get("label") or not creation_data.get("scoreMaximum"):
+                    raise LtiServiceException("a line item needs a label and a scoreMaximum", 400)
+                with platform._lock:  # "1" is the launch's line item
+                    item = {**creation_data, "id": f"{platform.url}/lineitems/{len(platform.lineitems) + 2}"}
+                    platform.lineitems.append(item)
+                return item
 
             def update_lineitem(self, *args, **kwargs):
                 raise NotImplementedError
@@ -197,7 +217,11 @@ class Platform:
 
             def update_score(self, line_item_id, score):
                 with platform._lock:
-                    mine = [s for s in platform.scores if s["userId"] == score["userId"]]
+                    if line_item_id != "1" and f"{platform.url}/lineitems/{line_item_id}" not in \
+                            [item["id"] for item in platform.lineitems]:
+                        raise LineItemNotFoundException(line_item_id)
+                    mine = [s for s in platform.scores if s["userId"] == score["userId"]
+                            and s["lineitem"] == line_item_id]
                     stamp = datetime.fromisoformat(score["timestamp"])
                     if mine and datetime.fromisoformat(mine[-1]["timestamp"]) > stamp:
                         return UpdateScoreStatus.OLD_TIMESTAMP
@@ -244,6 +268,25 @@ class Platform:
             if result.code >= 400:
                 platform.errors.append(f"scores: {result.code} {result.message}")
             return jsonify(message=result.message), result.code
+
+        @app.route("/lineitems", methods=("GET", "POST"))
+        def lineitems():
+            config = platform.config()
+            config.get_registration()
+            # Only the line item scope opens the container: not the score scope the tool also holds.
+            service = Grades(_Request(request), config, f"{platform.url}/lineitems", allow_creating_lineitems=True,
+                             results_service_enabled=False, scores_service_enabled=False)
+            handler = service.handle_get_lineitems if request.method == "GET" else service.handle_create_lineitem
+            try:
+                result = service.handle_resp(handler)
+            except Exception as exc:  # noqa: BLE001 - the library raises on a token it cannot decode
+                platform.errors.append(f"lineitems: {exc!r}")
+                return jsonify(message=repr(exc)), 401
+            if result.code >= 400:
+                platform.errors.append(f"lineitems: {result.code} {result.message}")
+                return jsonify(message=result.message), result.code
+            body = result.result["content"] if request.method == "GET" else result.result
+            return jsonify(body), result.code, {"Content-Type": result.media_type}
 
         @app.post("/deep_link_return")
         def deep_link_return():

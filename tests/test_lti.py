@@ -102,6 +102,39 @@ def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_grade
         assert [p.outcome for p in posts] == ["sent"] and posts[0].score_given == 6
 
 
+def test_a_placement_without_a_line_item_gets_one_created_on_the_first_grade(lms, service, tmp_path):
+    worker = start_worker(tmp_path, "worker")
+    try:
+        browser = requests.Session()
+        page = launch(lms, student(lineitem=False), browser)
+        assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics"), page.text[:2000]
+        for graded in (1, 2):  # the second grade finds the line item on its target: nothing is created
+            form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+            submitted = browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
+                                     data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION},
+                                     timeout=30)
+            assert submitted.status_code == 200 and "/submissions/" in submitted.url
+            deadline = time.monotonic() + 120
+            while len(lms.scores) < graded and time.monotonic() < deadline:
+                time.sleep(0.3)
+            assert len(lms.scores) == graded, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+    finally:
+        stop(worker)
+    assert lms.errors == []
+    [item] = lms.lineitems
+    assert item["label"] == catalog.find("autograd-basics").title["en"]
+    assert item["scoreMaximum"] == 6 and item["resourceLinkId"] == "link-1"
+    assert item["tag"] == "grader:autograd-basics"
+    assert lms.lineitem_queries == [{"resourceLinkId": "link-1"}]  # looked for once, through the filter
+    created = item["id"].rsplit("/", 1)[-1]
+    assert [(s["lineitem"], s["scoreGiven"], s["scoreMaximum"]) for s in lms.scores] == [(created, 6, 6)] * 2
+    with db.transaction(service) as session:
+        [target] = session.query(LtiGradeTarget).all()
+        assert target.lineitem_url == item["id"] and target.resource_link_id == "link-1"
+        assert target.lineitems_url == f"{lms.url}/lineitems"
+        assert [p.outcome for p in session.query(LtiScorePost).order_by(LtiScorePost.id)] == ["sent", "sent"]
+
+
 @SQLITE_ONLY
 def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, service, tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.5")

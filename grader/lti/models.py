@@ -58,17 +58,26 @@ class LtiResourceLink(Base):
 
 class LtiGradeTarget(Base):
     """Where a user's score on an exercise is published: a line item of a platform (AGS),
-    for the platform's user id ``lti_user_id``. Recorded at each launch."""
+    for the platform's user id ``lti_user_id``. Recorded at each launch.
+
+    A placement whose launch names only the context's line item container leaves
+    ``lineitem_url`` empty: the score task finds or creates the resource link's line item
+    in ``lineitems_url`` and stores it here."""
 
     __tablename__ = "lti_grade_targets"
     __table_args__ = (UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitem_url",
-                                       name="uq_lti_grade_targets"),)
+                                       name="uq_lti_grade_targets"),
+                      # lineitem_url may be NULL (not yet known), and NULLs never collide
+                      UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitems_url",
+                                       "resource_link_id", name="uq_lti_grade_targets_link"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
-    lineitem_url: Mapped[str] = mapped_column(String(2000))
+    lineitem_url: Mapped[str | None] = mapped_column(String(2000))
+    lineitems_url: Mapped[str | None] = mapped_column(String(2000))
+    resource_link_id: Mapped[str | None] = mapped_column(String(500))
     lti_user_id: Mapped[str] = mapped_column(String(500))
     scopes: Mapped[list] = mapped_column(JSON, default=list)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)

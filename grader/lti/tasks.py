@@ -4,12 +4,18 @@ Never inside a web request: hooks.after_grade enqueues it after each grade. The 
 is the student's best on the exercise (GRADER_LTI_SCORE_POLICY=latest: the newest),
 stamped with the grade's finish time, so a delivery arriving late carries an older
 timestamp than a newer score and the platform keeps the newer one.
+
+A target recorded from a placement without a line item (only the context's container)
+gets its line item here, once: the resource link's, found in the container or created
+there, then stored on the target.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
+import redis as redis_py
 from sqlalchemy import func, select
 
 from grader import db
@@ -17,7 +23,7 @@ from grader.lti import keys
 from grader.lti.hooks import PUBLISH_SCORE_TASK, backoff
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform
-from grader.lti.tool import KeyPair, ServiceError, post_score
+from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
 from grader.models import Submission
 from grader.settings import settings
 from worker.app import celery
@@ -56,30 +62,109 @@ def publish_score(self, submission_id: str, target_id: int) -> str:
         score = _score(session, row, config.lti_score_policy)
         maximum = float(row.max_score or row.exercise.max_score or 0)
         lineitem, user_id, finished = target.lineitem_url, target.lti_user_id, row.finished_at
+        # What the line item is made with, should the link have none yet.
+        wanted = None if lineitem else dict(
+            lineitems_url=target.lineitems_url, resource_link_id=target.resource_link_id,
+            label=row.exercise.title.get("en") or row.exercise_slug, score_maximum=float(row.exercise.max_score),
+            resource_id=row.exercise_slug, tag=f"grader:{row.exercise_slug}")
     attempt = self.request.retries + 1
+    step = "line item"
     try:
+        if lineitem is None:
+            lineitem = _lineitem(target_id, platform, key, wanted, config)
+            if lineitem is None:
+                return "missing"  # the target was deleted meanwhile (or as a duplicate)
+        step = "score"
         status = post_score(platform, key, lineitem_url=lineitem, user_id=user_id, score=score,
                             maximum=maximum, timestamp=finished, timeout=config.http_timeout_s)
     except ServiceError as exc:
-        stale = exc.status == 409  # the platform holds a newer score: ours is late, and that is fine
-        _record(target_id, submission_id, score, maximum, attempt, "stale" if stale else "error",
-                exc.status, None if stale else exc.detail)
+        # 409 to a score: the platform holds a newer one, ours is late, and that is fine
+        stale = step == "score" and exc.status == 409
+        _record(target_id, submission_id, score, maximum, attempt, "stale" if stale else "error", exc.status,
+                None if stale else exc.detail if step == "score" else f"line item: {exc.detail}")
         if stale:
             return "stale"
         if exc.status in GIVE_UP and exc.status not in TRY_AGAIN:
-            log.error("LTI score of %s refused by %s (%s); not retrying", submission_id, platform.issuer,
+            log.error("LTI %s of %s refused by %s (%s); not retrying", step, submission_id, platform.issuer,
                       exc.status)
             return "refused"
         if self.request.retries >= MAX_TRIES:
             log.error("LTI score of %s not delivered to %s after %d tries", submission_id, platform.issuer,
                       attempt)
             return "gave_up"
-        log.warning("LTI score of %s to %s failed (%s); trying again", submission_id, platform.issuer,
+        log.warning("LTI %s of %s to %s failed (%s); trying again", step, submission_id, platform.issuer,
                     exc.status or "unreachable")
         raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))
     _record(target_id, submission_id, score, maximum, attempt, "sent", status, None)
     log.info("LTI score %g/%g of %s sent to %s", score, maximum, submission_id, platform.issuer)
     return "sent"
+
+
+def _lineitem(target_id: int, platform: Platform, key: KeyPair, wanted: dict, config) -> str | None:
+    """The line item of a target recorded without one: another target's of the same link,
+    else the platform's (found or created); stored on the target. None when the target is
+    gone, or turned out to duplicate another of the same user (then it is deleted)."""
+    name = "lti:lineitem-lock:" + hashlib.sha256(
+        f"{platform.id}|{wanted['lineitems_url']}|{wanted['resource_link_id']}".encode()).hexdigest()
+    # One task at a time per link: two first grades at once (two students, two workers)
+    # would each find nothing and create two columns in the gradebook.
+    hold = 4 * config.http_timeout_s + 10  # a token, a page of line items, a creation
+    client = redis_py.Redis.from_url(config.redis_url)
+    lock = client.lock(name, timeout=hold, blocking_timeout=hold)
+    try:
+        try:
+            if not lock.acquire():
+                raise ServiceError(None, "another task is still finding this link's line item")
+        except redis_py.RedisError as exc:
+            raise ServiceError(None, f"no lock on the link's line item: {exc}") from None
+        try:
+            url = _known_lineitem(target_id, wanted)
+            if url is False:
+                return None
+            if url is None:
+                url = find_or_create_lineitem(platform, key, timeout=config.http_timeout_s, **wanted)
+                log.info("LTI line item of link %s on %s: %s", wanted["resource_link_id"], platform.issuer, url)
+            return url if _store_lineitem(target_id, url) else None
+        finally:
+            try:
+                lock.release()
+            except redis_py.RedisError:
+                pass  # expired (it only guards against duplicates) or Redis gone: not ours now either way
+    finally:
+        client.close()
+
+
+def _known_lineitem(target_id: int, wanted: dict) -> str | None | bool:
+    """What the database already knows: the target's line item (another task stored it),
+    another target's of the same link, None (ask the platform), or False (target gone)."""
+    with db.transaction() as session:
+        target = session.get(LtiGradeTarget, target_id)
+        if target is None:
+            return False
+        return target.lineitem_url or session.scalar(select(LtiGradeTarget.lineitem_url).where(
+            LtiGradeTarget.platform_id == target.platform_id,
+            LtiGradeTarget.lineitems_url == wanted["lineitems_url"],
+            LtiGradeTarget.resource_link_id == wanted["resource_link_id"],
+            LtiGradeTarget.lineitem_url.is_not(None)).limit(1))
+
+
+def _store_lineitem(target_id: int, url: str) -> bool:
+    """Remember the target's line item; False when the target is gone or duplicated
+    another of the same user and exercise, already posting to that line item (then it is
+    deleted, so that the score goes there once)."""
+    with db.transaction() as session:
+        target = session.get(LtiGradeTarget, target_id)
+        if target is None:
+            return False
+        if target.lineitem_url == url:
+            return True
+        if session.scalar(select(LtiGradeTarget.id).where(
+                LtiGradeTarget.user_id == target.user_id, LtiGradeTarget.exercise_slug == target.exercise_slug,
+                LtiGradeTarget.platform_id == target.platform_id, LtiGradeTarget.lineitem_url == url)):
+            session.delete(target)
+            return False
+        target.lineitem_url = url
+        return True
 
 
 def _record(target_id, submission_id, score, maximum, attempt, outcome, status, error) -> None:

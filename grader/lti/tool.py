@@ -3,7 +3,8 @@ pylti1p3, so that replacing the library means rewriting this file and nothing el
 
 What it offers: ``Tool.login()`` (OIDC login initiation), ``Tool.launch()`` (a validated
 launch: state, nonce, signature through the platform's JWKS, expiry, registration,
-deployment; or ``LaunchError``), ``Tool.deep_link_response()`` and ``post_score()``.
+deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``
+and ``post_score()``.
 Nonces, states and launch data live in Redis.
 """
 
@@ -15,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import jwt
 import redis as redis_py
@@ -35,6 +37,7 @@ from pylti1p3.tool_config.abstract import ToolConfAbstract
 log = logging.getLogger(__name__)
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -120,6 +123,7 @@ class Launch:
     resource_link_id: str | None
     custom: dict = field(default_factory=dict)
     lineitem: str | None = None
+    lineitems: str | None = None  # the context's line item container
     ags_scopes: tuple[str, ...] = ()
 
 
@@ -231,6 +235,11 @@ def _classify(exc: Exception) -> LaunchError:
     return LaunchError("invalid_launch", text)
 
 
+def _text(claim, name: str) -> str | None:
+    value = claim.get(name) if isinstance(claim, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _role_names(roles) -> tuple[str, ...]:
     names = []
     for role in roles if isinstance(roles, list) else []:
@@ -290,7 +299,7 @@ class Tool:
             name=str(name or ""), roles=_role_names(body.get(CLAIM + "roles")),
             resource_link_id=str(link["id"]) if isinstance(link, dict) and link.get("id") else None,
             custom={str(k): str(v) for k, v in custom.items()} if isinstance(custom, dict) else {},
-            lineitem=ags.get("lineitem") if isinstance(ags, dict) and isinstance(ags.get("lineitem"), str) else None,
+            lineitem=_text(ags, "lineitem"), lineitems=_text(ags, "lineitems"),
             ags_scopes=tuple(s for s in ags.get("scope", []) if isinstance(s, str)) if isinstance(ags, dict) else (),
         )
 
@@ -315,14 +324,65 @@ class Tool:
             raise _classify(exc) from None
 
 
+def _service_error(exc: Exception) -> ServiceError:
+    """A failed service call as ServiceError (status None: the platform was not reached or
+    its answer was unusable)."""
+    if isinstance(exc, LtiServiceException):
+        return ServiceError(exc.response.status_code, exc.response.text[:500])
+    return ServiceError(None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _with_query(url: str, **params: str) -> str:
+    """``url`` with query parameters added (a container URL may carry its own, as Moodle's does)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+class _LinkLineItems(AssignmentsGradesService):
+    """The library's find-or-create, reading the container through the spec's
+    resource_link_id filter (one short page instead of every line item of the course)
+    and still creating in the container itself."""
+
+    def __init__(self, connector: ServiceConnector, data: dict, resource_link_id: str):
+        super().__init__(connector, data)
+        self._filtered = _with_query(data["lineitems"], resource_link_id=resource_link_id)
+
+    def get_lineitems_page(self, lineitems_url=None):
+        if lineitems_url in (None, self._service_data["lineitems"]):  # the first page; later ones are the platform's
+            lineitems_url = self._filtered
+        return super().get_lineitems_page(lineitems_url)
+
+
+def find_or_create_lineitem(platform: Platform, key: KeyPair, *, lineitems_url: str, resource_link_id: str,
+                            label: str, score_maximum: float, resource_id: str, tag: str,
+                            timeout: float = 10) -> str:
+    """The URL of the line item of a resource link in the container ``lineitems_url``,
+    created there if it has none (a placement that came with no line item). ServiceError
+    when it failed."""
+    registration = _ToolConf(lambda iss: [platform], key).registration(platform)
+    service = _LinkLineItems(ServiceConnector(registration, _Session(timeout)),
+                             {"scope": [LINEITEM_SCOPE], "lineitems": lineitems_url}, resource_link_id)
+    wanted = (LineItem().set_label(label).set_score_maximum(score_maximum)
+              .set_resource_link_id(resource_link_id).set_resource_id(resource_id).set_tag(tag))
+    try:
+        # The library compares resourceLinkId itself too: a platform may ignore the filter.
+        found = service.find_or_create_lineitem(wanted, find_by="resource_link_id")
+    except (LtiException, requests.RequestException, KeyError, ValueError) as exc:
+        raise _service_error(exc) from None
+    url = found.get_id()
+    if not isinstance(url, str) or not url:
+        raise ServiceError(None, f"the platform's line item has no id: {found.get_value()[:400]}")
+    return url
+
+
 def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: str, score: float,
                maximum: float, timestamp: datetime, comment: str = "", timeout: float = 10) -> int:
     """Publish one score to a line item (AGS), with a client-credentials token got by a
     JWT signed with our key. Returns the HTTP status; ServiceError when it failed."""
-    conf = _ToolConf(lambda iss: [platform], key)
-    registration = conf.registration(platform)
-    connector = ServiceConnector(registration, _Session(timeout))
-    service = AssignmentsGradesService(connector, {"scope": [SCORE_SCOPE], "lineitem": lineitem_url})
+    registration = _ToolConf(lambda iss: [platform], key).registration(platform)
+    service = AssignmentsGradesService(ServiceConnector(registration, _Session(timeout)),
+                                       {"scope": [SCORE_SCOPE], "lineitem": lineitem_url})
     if timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=timezone.utc)
     grade = (Grade().set_score_given(score).set_score_maximum(maximum).set_user_id(user_id)
@@ -334,10 +394,6 @@ def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: 
         service.put_grade(grade)
     except requests.exceptions.JSONDecodeError:
         pass  # accepted; the platform's answer just is not JSON
-    except LtiServiceException as exc:
-        raise ServiceError(exc.response.status_code, exc.response.text[:500]) from None
-    except requests.RequestException as exc:
-        raise ServiceError(None, f"{type(exc).__name__}: {exc}"[:500]) from None
-    except (LtiException, KeyError, ValueError) as exc:
-        raise ServiceError(None, f"{type(exc).__name__}: {exc}"[:500]) from None
+    except (LtiException, requests.RequestException, KeyError, ValueError) as exc:
+        raise _service_error(exc) from None
     return 200

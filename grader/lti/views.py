@@ -8,13 +8,14 @@ import logging
 from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
                    url_for)
 from flask_babel import gettext as _
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from grader import db, submissions
 from grader.lti import keys, platforms
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
-from grader.lti.tool import PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem, Tool
+from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
+                              Tool)
 from grader.models import Exercise
 from grader.settings import settings
 from grader.web.auth import instructor_required
@@ -109,18 +110,39 @@ def _record(data: Launch, role: str) -> tuple[int, str | None]:
         if data.name:
             user.name = data.name[:200]
         slug = _exercise_for(s, data)
-        if slug and data.lineitem and SCORE_SCOPE in data.ags_scopes:
-            target = s.scalar(select(LtiGradeTarget).where(
-                LtiGradeTarget.user_id == user.id, LtiGradeTarget.exercise_slug == slug,
-                LtiGradeTarget.platform_id == data.platform_id, LtiGradeTarget.lineitem_url == data.lineitem))
-            if target is None:
-                s.add(LtiGradeTarget(user_id=user.id, exercise_slug=slug, platform_id=data.platform_id,
-                                     lineitem_url=data.lineitem, lti_user_id=data.sub,
-                                     scopes=list(data.ags_scopes)))
-            else:
-                target.lti_user_id, target.scopes = data.sub, list(data.ags_scopes)
+        if slug and _grade_target_wanted(data):
+            _record_target(s, data, user.id, slug)
         s.flush()
         return user.id, slug
+
+
+def _grade_target_wanted(data: Launch) -> bool:
+    """Whether the launch says where a score goes: its own line item, or (a placement
+    with none) the container to find or create the resource link's line item in."""
+    if SCORE_SCOPE not in data.ags_scopes:
+        return False
+    return bool(data.lineitem or (data.lineitems and data.resource_link_id and LINEITEM_SCOPE in data.ags_scopes))
+
+
+def _record_target(s, data: Launch, user_id: int, slug: str) -> None:
+    mine = select(LtiGradeTarget).where(LtiGradeTarget.user_id == user_id, LtiGradeTarget.exercise_slug == slug,
+                                        LtiGradeTarget.platform_id == data.platform_id)
+    target = None
+    if data.lineitem:
+        target = s.scalar(mine.where(LtiGradeTarget.lineitem_url == data.lineitem).limit(1))
+    if target is None and data.lineitems and data.resource_link_id:
+        # The same link seen before: with the line item the score task found or created for
+        # it, or (now that the platform names one) with the line item it had earlier.
+        target = s.scalar(mine.where(LtiGradeTarget.lineitems_url == data.lineitems,
+                                     LtiGradeTarget.resource_link_id == data.resource_link_id).limit(1))
+    if target is None:
+        target = LtiGradeTarget(user_id=user_id, exercise_slug=slug, platform_id=data.platform_id,
+                                lineitems_url=data.lineitems, resource_link_id=data.resource_link_id)
+        s.add(target)
+    if data.lineitem:
+        target.lineitem_url = data.lineitem
+    # else: kept; the score task fills it in for a placement without a line item
+    target.lti_user_id, target.scopes = data.sub, list(data.ags_scopes)
 
 
 def _exercise_for(s, data: Launch) -> str | None:
@@ -291,7 +313,9 @@ def deliveries():
         hooks = s.execute(select(WebhookDelivery, Webhook.url).join(Webhook)
                           .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
                           .limit(100)).all()
-        scores = s.execute(select(LtiScorePost, LtiGradeTarget.lineitem_url).join(LtiGradeTarget)
+        # a line item not yet found or created: its container instead
+        lineitem = func.coalesce(LtiGradeTarget.lineitem_url, LtiGradeTarget.lineitems_url)
+        scores = s.execute(select(LtiScorePost, lineitem).join(LtiGradeTarget)
                            .order_by(LtiScorePost.created_at.desc(), LtiScorePost.id.desc()).limit(100)).all()
     return render_template("instructor/lti_deliveries.html", hooks=hooks, scores=scores)
 

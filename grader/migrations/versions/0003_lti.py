@@ -54,12 +54,16 @@ def upgrade() -> None:
         sa.Column("exercise_slug", sa.String(100), sa.ForeignKey("exercises.slug"), nullable=False),
         sa.Column("platform_id", sa.Integer, sa.ForeignKey("lti_platforms.id", ondelete="CASCADE"),
                   nullable=False),
-        sa.Column("lineitem_url", sa.String(2000), nullable=False),
+        sa.Column("lineitem_url", sa.String(2000)),  # NULL: to be found in lineitems_url
+        sa.Column("lineitems_url", sa.String(2000)),
+        sa.Column("resource_link_id", sa.String(500)),
         sa.Column("lti_user_id", sa.String(500), nullable=False),
         sa.Column("scopes", sa.JSON, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
         sa.UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitem_url",
                             name="uq_lti_grade_targets"),
+        sa.UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitems_url", "resource_link_id",
+                            name="uq_lti_grade_targets_link"),
     )
     op.create_table(
         "lti_score_posts",
