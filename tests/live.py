@@ -3,6 +3,7 @@ served over HTTP, each stopped when the test is done."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -18,6 +19,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Every worker a test started, killed when the test run ends: a test that fails before
+# its own cleanup must not leave a worker consuming some later run's tasks.
+_workers: list[subprocess.Popen] = []
+atexit.register(lambda: [p.kill() for p in _workers if p.poll() is None])
+
+
 def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | None = None) -> subprocess.Popen:
     """A real worker process consuming `queues`, once it says it is ready."""
     log = tmp_path / f"{name}.log"
@@ -25,6 +32,7 @@ def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | 
         [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", queues, "--pool", "solo",
          "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
         cwd=ROOT, env={**os.environ, **(env or {})}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    _workers.append(process)
     deadline = time.monotonic() + 60
     while "ready" not in log.read_text():
         assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]

@@ -105,10 +105,12 @@ def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monke
 
     monkeypatch.setenv("GRADER_GRADE_LIMIT_S", "12")  # so that the lost grade is overdue soon
     first = start_worker(tmp_path, "first")
-    submission_id = submit(service, SLOW_SOLUTION)
-    wait_until_grading(service, submission_id)
-    first.kill()  # SIGKILL, mid-grade
-    first.wait()
+    try:
+        submission_id = submit(service, SLOW_SOLUTION)
+        wait_until_grading(service, submission_id)
+    finally:
+        first.kill()  # SIGKILL, mid-grade (and never left running if the grade did not start)
+        first.wait()
     second = start_worker(tmp_path, "second")
     try:
         deadline = time.monotonic() + 60
