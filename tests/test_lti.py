@@ -17,8 +17,8 @@ import requests
 from grader import catalog, db
 from grader.lti import platforms
 from grader.lti.models import LtiGradeTarget, LtiScorePost
-from grader.models import Exercise, User
-from tests.live import serve, start_worker, stop
+from grader.models import User
+from tests.live import publish_basics, serve, start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +30,7 @@ SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def service(database_url, redis, monkeypatch):
     """The deployment's environment (the worker inherits it) and a published exercise."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    exercise = catalog.find("autograd-basics")
-    with db.transaction(database_url) as session:
-        session.add(Exercise(slug=exercise.slug, version=exercise.version, title=exercise.title,
-                             device=exercise.device, max_score=6, functions=list(exercise.functions)))
+    publish_basics(database_url)
     return database_url
 
 
