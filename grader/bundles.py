@@ -119,7 +119,9 @@ def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None)
         try:
             exercise = catalog.load(root)
         except catalog.CatalogError as exc:
-            raise BundleError(str(exc).replace(str(root), exercise_name(root))) from None
+            # Name the place in the zip, never this machine's scratch folder.
+            shown = "the bundle" if root == Path(scratch) else root.name
+            raise BundleError(str(exc).replace(str(root), shown)) from None
     published = session.get(Exercise, exercise.slug)
     if published is not None and published.version >= exercise.version:
         raise BundleError(f"{exercise.slug} is published at version {published.version}; "
@@ -134,10 +136,6 @@ def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None)
     session.add(bundle)
     session.flush()
     return bundle
-
-
-def exercise_name(root: Path) -> str:
-    return root.name if root.name != Path(tempfile.gettempdir()).name else "the bundle"
 
 
 def enqueue_check(bundle_id: int, device: str) -> None:
