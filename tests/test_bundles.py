@@ -227,3 +227,21 @@ def test_grader_exercise_sync_withdraws_folders_that_are_gone(published, tmp_pat
     with db.transaction(published) as session:
         assert session.get(Exercise, "old-exercise").published is False
         assert session.get(Exercise, "autograd-basics").published is True
+
+
+def test_a_check_lost_with_its_worker_ends_as_rejected_with_the_reason(published, redis):
+    from datetime import timedelta
+
+    from grader.models import now
+    from worker import tasks
+
+    with db.transaction(published) as session:
+        session.add(Bundle(slug="autograd-basics", version=2, device="any", archive=b"zip", sha256="0" * 64,
+                           status="checking", uploaded_at=now() - tasks.CHECK_DEADLINE - timedelta(minutes=1)))
+        session.add(Bundle(slug="zero-grad", version=1, device="any", archive=b"zip", sha256="1" * 64,
+                           status="checking", uploaded_at=now()))
+    tasks.sweep_stuck()
+    with db.transaction(published) as session:
+        rows = {b.slug: b for b in session.scalars(select(Bundle))}
+    assert rows["autograd-basics"].status == "rejected" and "upload the bundle again" in rows["autograd-basics"].error
+    assert rows["zero-grad"].status == "checking"  # still within its time

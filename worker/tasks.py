@@ -22,6 +22,8 @@ from worker.app import GRADE_HARD_LIMIT, celery
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+# Longer than a bundle check may run (its hard limit), and a redelivery after it.
+CHECK_DEADLINE = timedelta(seconds=GRADE_HARD_LIMIT * 8)
 INFRASTRUCTURE = ("sandbox_error", "internal_error")
 
 
@@ -123,6 +125,13 @@ def sweep_stuck() -> int:
                 continue
             row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
             resent.append((row.id, row.exercise.device))
+        # A bundle check lost with its worker (and past any redelivery) would say
+        # "checking" for ever: end it, so that the instructor sees why and uploads again.
+        lost_checks = session.scalars(select(Bundle).where(
+            Bundle.status == "checking", Bundle.uploaded_at < now() - CHECK_DEADLINE)).all()
+        for bundle in lost_checks:
+            bundle.status, bundle.checked_at = "rejected", now()
+            bundle.error = "the check did not finish in time; upload the bundle again"
     for submission_id in given_up:
         after_grade(submission_id)
     for submission_id, device in resent:
