@@ -13,22 +13,27 @@ from grader.lti.tool import Platform
 
 
 class PlatformError(ValueError):
-    pass
+    """A registration that cannot be taken; ``field`` names the faulty one (pages word the
+    message in the reader's language by it), the message says what is wrong in English."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
-def _url(name: str, value: str) -> str:
+def _url(field: str, name: str, value: str) -> str:
     value = (value or "").strip()
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc or len(value) > 2000 \
             or any(c.isspace() for c in value):
-        raise PlatformError(f"{name} must be an absolute https URL")
+        raise PlatformError(field, f"{name} must be an absolute https URL")
     return value
 
 
-def _text(name: str, value: str, limit: int = 500) -> str:
+def _text(field: str, name: str, value: str, limit: int = 500) -> str:
     value = (value or "").strip()
     if not value or len(value) > limit or any(ord(c) < 32 for c in value):
-        raise PlatformError(f"{name} must be 1 to {limit} printable characters")
+        raise PlatformError(field, f"{name} must be 1 to {limit} printable characters")
     return value
 
 
@@ -39,13 +44,13 @@ def split_ids(text: str) -> list[str]:
 def add(session: Session, *, issuer: str, client_id: str, deployment_ids: list[str], auth_login_url: str,
         auth_token_url: str, jwks_url: str, name: str = "", created_by: int | None = None) -> LtiPlatform:
     """Register a platform, or add deployment ids (and new URLs) to one registered before."""
-    issuer, client_id = _text("The issuer", issuer), _text("The client id", client_id)
-    deployments = [_text("A deployment id", d) for d in deployment_ids]
+    issuer, client_id = _text("issuer", "The issuer", issuer), _text("client_id", "The client id", client_id)
+    deployments = [_text("deployment_id", "A deployment id", d) for d in deployment_ids]
     if not deployments:
-        raise PlatformError("give at least one deployment id")
-    urls = dict(auth_login_url=_url("The authentication (OIDC auth) URL", auth_login_url),
-                auth_token_url=_url("The access token URL", auth_token_url),
-                jwks_url=_url("The JWKS (public keyset) URL", jwks_url))
+        raise PlatformError("deployment_ids", "give at least one deployment id")
+    urls = dict(auth_login_url=_url("auth_login_url", "The authentication (OIDC auth) URL", auth_login_url),
+                auth_token_url=_url("auth_token_url", "The access token URL", auth_token_url),
+                jwks_url=_url("jwks_url", "The JWKS (public keyset) URL", jwks_url))
     row = session.scalar(select(LtiPlatform).where(LtiPlatform.issuer == issuer,
                                                    LtiPlatform.client_id == client_id))
     if row is None:

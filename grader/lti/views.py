@@ -283,26 +283,18 @@ def platform_list():
                            tool=tool_configuration(request.url_root)), status
 
 
-def _platform_error(exc: Exception) -> str:
-    """The registration form's error in the reader's language (platforms.py words it in
-    English for the command line too); a message not listed here is shown as it is."""
-    text = str(exc)
+def _platform_error(exc: platforms.PlatformError) -> str:
+    """The registration form's error in the reader's language, by the field at fault."""
     known = {
-        "The issuer must be 1 to 500 printable characters":
-            _("The issuer must be 1 to %(limit)d printable characters.", limit=500),
-        "The client id must be 1 to 500 printable characters":
-            _("The client id must be 1 to %(limit)d printable characters.", limit=500),
-        "A deployment id must be 1 to 500 printable characters":
-            _("A deployment id must be 1 to %(limit)d printable characters.", limit=500),
-        "give at least one deployment id": _("Give at least one deployment id."),
-        "The authentication (OIDC auth) URL must be an absolute https URL":
-            _("The authentication (OIDC auth) URL must be an absolute https URL."),
-        "The access token URL must be an absolute https URL":
-            _("The access token URL must be an absolute https URL."),
-        "The JWKS (public keyset) URL must be an absolute https URL":
-            _("The JWKS (public keyset) URL must be an absolute https URL."),
+        "issuer": _("The issuer must be 1 to %(limit)d printable characters.", limit=500),
+        "client_id": _("The client id must be 1 to %(limit)d printable characters.", limit=500),
+        "deployment_id": _("A deployment id must be 1 to %(limit)d printable characters.", limit=500),
+        "deployment_ids": _("Give at least one deployment id."),
+        "auth_login_url": _("The authentication (OIDC auth) URL must be an absolute https URL."),
+        "auth_token_url": _("The access token URL must be an absolute https URL."),
+        "jwks_url": _("The JWKS (public keyset) URL must be an absolute https URL."),
     }
-    return known.get(text, text)
+    return known.get(exc.field, str(exc))
 
 
 @bp.get("/instructor/lti/deliveries")
