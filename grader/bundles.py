@@ -182,18 +182,16 @@ def check_and_publish(bundle_id: int, database_url: str | None = None) -> str:
     """Run the catalogue's check on an uploaded bundle; publish it if every check holds.
     Returns the bundle's status. Idempotent: a bundle already decided is left alone."""
     from grader import db
-    from grader.engine import grade
 
     with db.transaction(database_url) as session:
         bundle = session.get(Bundle, bundle_id)
         if bundle is None or bundle.status != "checking":
             return bundle.status if bundle else "missing"
         exercise = materialize(bundle)
-    rows = catalog.check(exercise)
-    max_score = 0.0
-    if all(r.ok for r in rows):
-        report = grade(exercise, exercise.file("solution.py").read_text(encoding="utf-8"))
-        max_score = report.max_score if report.status == "graded" else 0.0
+    reports = {}
+    rows = catalog.check(exercise, on_report=reports.__setitem__)
+    solution = reports.get("solution")
+    max_score = solution.max_score if solution is not None and solution.status == "graded" else 0.0
     with db.transaction(database_url) as session:
         bundle = session.get(Bundle, bundle_id, with_for_update=True)
         if bundle.status != "checking":
@@ -210,9 +208,7 @@ def check_and_publish(bundle_id: int, database_url: str | None = None) -> str:
             bundle.error = f"version {published.version} was published while this one was checked"
         else:
             row = published or Exercise(slug=bundle.slug)
-            row.version, row.title, row.device = exercise.version, dict(exercise.title), exercise.device
-            row.functions, row.max_score, row.published = list(exercise.functions), max_score, True
-            row.bundle_id = bundle.id
+            row.publish(exercise, max_score, bundle_id=bundle.id)
             session.add(row)
             bundle.status, bundle.error = "published", None
         return bundle.status

@@ -151,11 +151,13 @@ class CheckRow:
     ok: bool
 
 
-def check(exercise: Exercise) -> list[CheckRow]:
+def check(exercise: Exercise, on_report=None) -> list[CheckRow]:
     """Grade the bundle's own files and compare with what they must score.
 
     The reference scores full marks twice with identical reports; the starter
     scores less; every mutant fails exactly the tests it declares and shows its hint.
+    ``on_report(subject, report)``, if given, sees each subject's report once (the
+    reference's first), so that a caller needs no grade of its own.
     """
     from grader.engine import grade  # the engine depends on us, not we on it, at import
 
@@ -166,6 +168,8 @@ def check(exercise: Exercise) -> list[CheckRow]:
 
     solution = exercise.file("solution.py").read_text(encoding="utf-8")
     first, second = grade(exercise, solution), grade(exercise, solution)
+    if on_report:
+        on_report("solution", first)
     row("solution", "full marks", f"{first.score:g}/{first.max_score:g} [{first.status}]",
         first.status == "graded" and first.score == first.max_score > 0)
     same = first.without_timings() == second.without_timings()
@@ -175,6 +179,8 @@ def check(exercise: Exercise) -> list[CheckRow]:
         0 < visible < len(first.tests))
 
     starter = grade(exercise, exercise.file("starter.py").read_text(encoding="utf-8"))
+    if on_report:
+        on_report("starter", starter)
     row("starter", "less than full marks", f"{starter.score:g}/{starter.max_score:g}",
         starter.score < starter.max_score)
 
@@ -197,6 +203,8 @@ def check(exercise: Exercise) -> list[CheckRow]:
             continue
         must_fail = set(spec.get("fails", []))
         report = grade(exercise, files[name].read_text(encoding="utf-8"))
+        if on_report:
+            on_report(subject, report)
         failed = {t.id.rsplit("::", 1)[-1] for t in report.tests if not t.passed}
         row(subject, "fails " + ", ".join(sorted(must_fail)), "fails " + (", ".join(sorted(failed)) or "nothing"),
             failed == must_fail and must_fail)

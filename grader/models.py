@@ -51,6 +51,13 @@ class Exercise(Base):
     bundle_id: Mapped[int | None] = mapped_column(ForeignKey("bundles.id"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
+    def publish(self, bundle, max_score: float, *, bundle_id: int | None = None) -> None:
+        """Offer `bundle` (a catalog.Exercise) under this slug from now on, worth `max_score`;
+        `bundle_id`: the upload it came from (None: the catalogue folder)."""
+        self.version, self.title, self.device = bundle.version, dict(bundle.title), bundle.device
+        self.functions, self.max_score, self.published = list(bundle.functions), max_score, True
+        self.bundle_id = bundle_id
+
 
 # checking -> published, or rejected (the check table or the error says why)
 BUNDLE_STATUSES = ("checking", "published", "rejected")

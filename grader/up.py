@@ -75,9 +75,7 @@ def publish(bundles: list, database_url: str | None = None) -> int:
                 # An instructor uploaded a newer (or the same) version: it stays.
                 click.echo(f"skip {bundle.slug} v{bundle.version}: uploaded version {row.version} is published")
                 continue
-            row.version, row.title, row.device = bundle.version, dict(bundle.title), bundle.device
-            row.functions, row.max_score, row.published = list(bundle.functions), report.max_score, True
-            row.bundle_id = None
+            row.publish(bundle, report.max_score)
             session.add(row)
         click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
     return failed
