@@ -35,7 +35,7 @@ from typing import Any, Iterable
 import pytest
 import torch
 
-from grader.engine.wire import StudentException, TensorState
+from grader.engine.inside.wire import StudentException, TensorState
 
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from grader.engine import wire
+from grader.engine.inside import wire
 
 
 def roundtrip(value):

@@ -1,6 +1,6 @@
 """The grading engine: ``grade(exercise, source) -> Report``.
 
-The sandbox imports ``grader.engine.wire`` and ``grader.engine.inside``, so this
+Only ``inside/`` is mounted into the sandbox; the rest is the trusted side. This
 package's own import stays lazy and light.
 """
 

@@ -1,6 +1,6 @@
 """The trusted side of the sandbox: starting bubblewrap, and calls across the wall.
 
-One :class:`Sandbox` owns one warm process (``inside.py``) inside bubblewrap:
+One :class:`Sandbox` owns one warm process (``inside/warm.py``) inside bubblewrap:
 no network, a read-only system, a private /tmp, a clean environment, an
 unprivileged uid. It serves one submission at a time. If the warm process dies
 or stops answering, the call in flight fails and the next call starts a new one.
@@ -22,18 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.engine import wire
+from grader.engine.inside import wire
 from grader.settings import Settings, settings as load_settings
 
 log = logging.getLogger(__name__)
 
-GRADER_PACKAGE = Path(__file__).resolve().parent.parent
-SANDBOX_GRADER = "/opt/grader"
+# The one folder of ours the sandbox sees, as its top-level package ``inside``.
+INSIDE_PACKAGE = Path(__file__).resolve().parent / "inside"
+SANDBOX_CODE = "/opt/grader"
 SANDBOX_VENV = "/opt/venv"
 
 
-def _boot(grader_parent: str) -> str:
-    return f"import sys; sys.path.insert(0, {grader_parent!r}); from grader.engine.inside import main; main()"
+def _boot(code_parent: str) -> str:
+    return f"import sys; sys.path.insert(0, {code_parent!r}); from inside.warm import main; main()"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -115,7 +116,7 @@ def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
         # At a fixed place: the checkout may be anywhere, /tmp included, which the
         # sandbox replaces with its own.
         cmd += ["--ro-bind", os.path.realpath(sys.prefix), SANDBOX_VENV]
-    cmd += ["--ro-bind", str(GRADER_PACKAGE), f"{SANDBOX_GRADER}/grader"]
+    cmd += ["--ro-bind", str(INSIDE_PACKAGE), f"{SANDBOX_CODE}/inside"]
     cmd = _with_open_parents(cmd)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
             "--chdir", "/tmp", "--clearenv"]
@@ -132,7 +133,7 @@ def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    argv = argv if argv is not None else ["-I", "-B", "-c", _boot(SANDBOX_GRADER)]
+    argv = argv if argv is not None else ["-I", "-B", "-c", _boot(SANDBOX_CODE)]
     return cmd + list(extra) + ["--", sandbox_python(), *argv]
 
 
@@ -150,7 +151,7 @@ def _with_open_parents(cmd: list[str]) -> list[str]:
 
 
 def unsandboxed_command(python: str) -> list[str]:
-    return [python, "-I", "-B", "-c", _boot(str(GRADER_PACKAGE.parent))]
+    return [python, "-I", "-B", "-c", _boot(str(INSIDE_PACKAGE.parent))]
 
 
 class Sandbox:

@@ -50,7 +50,7 @@ def main() -> None:
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
 
     import torch  # noqa: F401  (the point of being warm)
-    from grader.engine import wire
+    from . import wire
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not
     # walk (and so copy, page by page) the whole inherited heap.
@@ -293,7 +293,7 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
     max_result = int(limits.get("result_bytes", 64 << 20))
     max_output = int(limits.get("output_bytes", 64 << 10))
 
-    from grader.engine import wire
+    from . import wire
     child = _take_child()
     started = time.monotonic()
     pidfd = os.pidfd_open(child.pid)
@@ -402,7 +402,7 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
         if fd in sel.get_map():
             close(fd)
     sel.close()
-    from grader.engine import wire
+    from . import wire
     wire.wipe(scratch)
     if state["too_large"]:
         wire.wipe(*chunks)
@@ -489,7 +489,7 @@ def _set_limits(limits: dict, device: str) -> None:
 
 
 def _inner(req_r: int, res_w: int, out_w: int) -> None:
-    from grader.engine import wire
+    from . import wire
 
     if not IN_SANDBOX:
         os.setsid()  # unsandboxed, the session is what gets killed afterwards
