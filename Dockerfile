@@ -27,7 +27,6 @@ RUN pip install --index-url "$TORCH_INDEX_URL" "torch==$TORCH_VERSION"
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY grader ./grader
-COPY worker ./worker
 COPY exercises ./exercises
 # Editable, so that the package finds the catalogue (./exercises) and its templates,
 # static files and translations where they are in the checkout.

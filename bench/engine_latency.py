@@ -60,7 +60,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def submissions(exercise: catalog.Exercise) -> list[tuple[str, str]]:
+def submissions(exercise: catalog.Bundle) -> list[tuple[str, str]]:
     files = [exercise.file("solution.py")] + sorted((exercise.path / "mutants").glob("*.py"))
     return [(f.stem, f.read_text()) for f in files]
 
@@ -88,8 +88,12 @@ def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
             (work / "tests" / "conftest.py").write_text(NAIVE_CONFTEST)
             (work / "submission.py").write_text(source)
             cmd = bwrap_command(cuda=False, uid=uid,
+                                # The naive grader runs the hidden tests in the sandbox, so it
+                                # needs the whole package (the real one mounts only inside/).
                                 extra=["--ro-bind", str(work), "/opt/naive",
-                                       "--setenv", "PYTHONPATH", "/opt/grader:/opt/naive"],
+                                       "--perms", "0755", "--dir", "/opt/naive-grader",
+                                       "--ro-bind", str(ROOT / "grader"), "/opt/naive-grader/grader",
+                                       "--setenv", "PYTHONPATH", "/opt/naive-grader:/opt/naive"],
                                 argv=["-m", "pytest", "-q", "-p", "no:cacheprovider",
                                       "-p", "grader.testing", "/opt/naive/tests"])
             start = time.perf_counter()

@@ -33,7 +33,7 @@ def phase(device: str, n: int) -> dict:
     from grader.settings import settings
 
     verdicts, devices = {}, set()
-    for exercise in catalog.all_exercises(settings().exercises_dir):
+    for exercise in catalog.all_bundles(settings().exercises_dir):
         files = [exercise.file("solution.py")] + sorted((exercise.path / "mutants").glob("*.py"))
         for f in files:
             report = grade(exercise, f.read_text())

@@ -36,10 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import catalog, db  # noqa: E402
-from grader.api import keys  # noqa: E402
+from grader.accounts import keys  # noqa: E402
 from grader.engine import grade  # noqa: E402
 from grader.engine.grading import shutdown  # noqa: E402
-from grader.up import _gunicorn_extras, publish  # noqa: E402
+from grader.catalog.publishing import publish  # noqa: E402
+from grader.up import _gunicorn_extras  # noqa: E402
 
 POLL_S = 0.010
 START_TIMEOUT_S = 180  # a worker's first start imports torch; slow on a busy machine
@@ -106,7 +107,7 @@ class Service:
     def start_worker(self, number: int) -> Path:
         # As `grader up` runs its worker: the prefork pool with one grading process.
         process, log = self.start(f"worker{number}", [
-            sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", "cpu",
+            sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", "cpu",
             "--concurrency", "1", "-n", f"bench{number}@%h", "--without-gossip", "--without-mingle",
             "-l", "info"])
         self.wait_for(f"worker {number}", process, log, lambda: " ready." in log.read_text(errors="replace"))
@@ -209,7 +210,7 @@ def burst(api: Api, source: str, size: int) -> float:
     return size / (time.perf_counter() - start)
 
 
-def direct(exercise: catalog.Exercise, source: str, n: int, gap_s: float) -> list[float]:
+def direct(exercise: catalog.Bundle, source: str, n: int, gap_s: float) -> list[float]:
     times = []
     for _ in range(n):
         time.sleep(gap_s)

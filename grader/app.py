@@ -8,7 +8,12 @@ from pathlib import Path
 
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from grader import api, web
+from grader.api.views import error_response
+from grader.extensions import babel, csrf, limiter, locale
+from grader.lti import views as lti_views
 from grader.settings import MAX_SOURCE_BYTES, settings
 
 # What a JSON error under /api/ is called, by HTTP status.
@@ -20,7 +25,7 @@ _KEPT_HEADERS = ("allow", "retry-after", "x-ratelimit-limit", "x-ratelimit-remai
 
 def create_app(config: dict | None = None) -> Flask:
     """The web app. ``config`` overrides the environment's settings (tests pass
-    DATABASE_URL, EXERCISES_DIR). Tasks go to the broker worker.app's Celery app was
+    DATABASE_URL, EXERCISES_DIR). Tasks go to the broker grader.tasks' Celery app was
     made for (GRADER_REDIS_URL)."""
     app = Flask(__name__, instance_relative_config=True)
     defaults = settings()
@@ -46,9 +51,6 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret()
 
-    from grader import api, lti, web
-    from grader.extensions import babel, csrf, limiter, locale
-
     csrf.init_app(app)
     babel.init_app(app, locale_selector=locale)
     limiter.init_app(app)
@@ -56,13 +58,11 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)
     # The LMS posts these cross-site; state, nonce and the platform's signature protect them.
-    csrf.exempt(lti.views.login)
-    csrf.exempt(lti.views.launch)
-    app.register_blueprint(lti.bp)
+    csrf.exempt(lti_views.login)
+    csrf.exempt(lti_views.launch)
+    app.register_blueprint(lti_views.bp)
     if defaults.trusted_proxies:
         # Behind a proxy that terminates HTTPS: the scheme, host and client as the proxy saw them.
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
         n = defaults.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n, x_prefix=n)
 
@@ -74,8 +74,6 @@ def _http_error(exc: HTTPException):
     """Under /api/ every error is JSON like the API's own; elsewhere Flask's page."""
     if not request.path.startswith("/api/"):
         return exc
-    from grader.api.views import error_response
-
     status = exc.code or 500
     # Flask has logged a 500's exception already; its text stays in the log.
     message = "internal error; it has been logged" if status >= 500 else (exc.description or exc.name)

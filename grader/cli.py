@@ -1,4 +1,9 @@
-"""The ``grader`` command."""
+"""The ``grader`` command.
+
+Each command imports what it needs when it runs (the one place where imports sit in
+functions on purpose): `grader --help`, `grader db upgrade` or `grader create-user`
+start in a fraction of a second, without torch, Flask or the engine.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
     """
     from grader.catalog import CatalogError
     from grader.engine import SandboxUnavailable, grade
+    from grader.engine.report import COUNTED
 
     try:
         report = grade(exercise, submission.read_bytes())
@@ -34,7 +40,7 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
     click.echo(report.to_json(indent=2) if as_json else report.render(lang))
-    if report.status not in ("graded", "time_limit", "memory_limit", "syntax_error", "submission_error"):
+    if report.status not in COUNTED:
         sys.exit(2)
     sys.exit(0 if report.score == report.max_score and report.status == "graded" else 1)
 
@@ -48,19 +54,20 @@ def check_command(exercises: tuple[str, ...]) -> None:
     With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
     """
     from grader import catalog
+    from grader.catalog.check import check, format_check
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
 
     try:
         chosen = ([catalog.find(e) for e in exercises] if exercises
-                  else catalog.all_exercises(settings().exercises_dir))
-        rows = [row for ex in chosen for row in catalog.check(ex)]
+                  else catalog.all_bundles(settings().exercises_dir))
+        rows = [row for bundle in chosen for row in check(bundle)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
     except SandboxUnavailable as exc:
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
-    click.echo(catalog.format_check(rows))
+    click.echo(format_check(rows))
     sys.exit(0 if rows and all(r.ok for r in rows) else 1)
 
 
@@ -89,7 +96,8 @@ def db_upgrade_command() -> None:
 @click.password_option(help="The password (asked for when not given; at least 8 characters).")
 def create_user_command(email: str, role: str, name: str, password: str) -> None:
     """Create a local account, such as the first instructor."""
-    from grader import db, users
+    from grader import db
+    from grader.accounts import users
 
     db.upgrade()
     try:
@@ -109,14 +117,14 @@ def api_key_group() -> None:
 
 
 @api_key_group.command("create")
-# The scopes of grader.api.keys.SCOPES, spelt out so that `grader` starts without Flask.
+# The scopes of grader.accounts.keys.SCOPES, spelt out so that `grader` starts without Flask.
 @click.option("--scope", "scopes", multiple=True, required=True, type=click.Choice(
     ("exercises:read", "submissions:read", "submissions:write")), help="What the key may do (repeatable).")
 @click.option("--name", default="", help="Who or what the key is for.")
 def api_key_create_command(scopes: tuple[str, ...], name: str) -> None:
     """Create an API key and print it. It is shown only this once: only its hash is kept."""
     from grader import db
-    from grader.api import keys
+    from grader.accounts import keys
 
     db.upgrade()
     with db.transaction() as session:
@@ -131,7 +139,7 @@ def api_key_create_command(scopes: tuple[str, ...], name: str) -> None:
 def api_key_revoke_command(prefix: str) -> None:
     """Revoke the key whose prefix (gk_<PREFIX>_...) is PREFIX."""
     from grader import db
-    from grader.api import keys
+    from grader.accounts import keys
 
     with db.transaction() as session:
         row = keys.revoke(session, prefix)
@@ -156,12 +164,12 @@ def exercise_sync_command() -> None:
     a bundle could not be published (the others are), 2 if nothing can be graded here.
     """
     from grader import catalog, db
+    from grader.catalog.publishing import publish, unpublish_missing
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
-    from grader.up import publish, unpublish_missing
 
     try:
-        bundles = catalog.all_exercises(settings().exercises_dir)
+        bundles = catalog.all_bundles(settings().exercises_dir)
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
     db.upgrade()
@@ -184,31 +192,34 @@ def exercise_add_command(path: Path) -> None:
     and published only if every check holds. Prints the check's table. Exit status 1
     if it was rejected, 2 if nothing can be graded here.
     """
-    from grader import bundles, catalog, db
+    from grader import db
+    from grader.catalog import uploads
+    from grader.catalog.check import CheckRow, format_check
+    from grader.catalog.models import Upload, UploadStatus
+    from grader.catalog.tasks import check_and_publish
     from grader.engine import SandboxUnavailable
-    from grader.models import Bundle
 
-    archive = bundles.pack(path) if path.is_dir() else path.read_bytes()
+    archive = uploads.pack(path) if path.is_dir() else path.read_bytes()
     db.upgrade()
     try:
         with db.transaction() as session:
-            bundle_id = bundles.receive(session, archive).id
-    except bundles.BundleError as exc:
+            upload_id = uploads.receive(session, archive).id
+    except uploads.UploadError as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        status = bundles.check_and_publish(bundle_id)
+        status = check_and_publish(upload_id)
     except SandboxUnavailable as exc:
         with db.transaction() as session:
-            session.delete(session.get(Bundle, bundle_id))  # not checked: leave nothing behind
+            session.delete(session.get(Upload, upload_id))  # not checked: leave nothing behind
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
     with db.transaction() as session:
-        bundle = session.get(Bundle, bundle_id)
-        rows = [catalog.CheckRow(**row) for row in bundle.check_rows or []]
-        slug, version, error = bundle.slug, bundle.version, bundle.error
+        upload = session.get(Upload, upload_id)
+        rows = [CheckRow(**row) for row in upload.check_rows or []]
+        slug, version, error = upload.slug, upload.version, upload.error
     if rows:
-        click.echo(catalog.format_check(rows))
-    if status != "published":
+        click.echo(format_check(rows))
+    if status != UploadStatus.PUBLISHED:
         raise click.ClickException(f"{slug} v{version} was not published: {error}")
     click.echo(f"published {slug} v{version}", err=True)
 

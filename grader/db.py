@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -16,11 +17,18 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from grader.settings import settings
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 class Base(DeclarativeBase):
     pass
+
+
+def now() -> datetime:
+    """The time every row stores: timezone-aware UTC."""
+    return datetime.now(timezone.utc)
 
 
 @functools.cache
@@ -43,7 +51,6 @@ def engine_for(url: str) -> Engine:
 
 
 def sessions(url: str | None = None) -> sessionmaker[Session]:
-    from grader.settings import settings
     return sessionmaker(engine_for(url or settings().database_url), expire_on_commit=False)
 
 
@@ -59,7 +66,6 @@ def upgrade(url: str | None = None) -> None:
     from alembic import command
     from alembic.config import Config
 
-    from grader.settings import settings
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", (url or settings().database_url).replace("%", "%%"))

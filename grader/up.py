@@ -7,8 +7,8 @@ starts a Redis of its own when none listens at a local Redis URL, one Celery wor
 the foreground until Ctrl-C or SIGTERM, which stop all of them. Their logs go to
 ./instance/logs/.
 
-Publishing the catalogue (``publish``) lives here too: ``grader exercise sync`` calls
-it for every bundle, ``grader up`` for the ones the database lacks.
+Publishing the catalogue folder is grader.catalog.publishing's: ``grader up`` publishes
+the bundles the database lacks, ``grader exercise sync`` every bundle.
 """
 
 from __future__ import annotations
@@ -28,75 +28,22 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import click
+import redis as redis_py
+from gunicorn.config import KNOWN_SETTINGS
+from sqlalchemy import select
+
+from grader import catalog, db
+from grader.accounts.models import Role, User
+from grader.accounts.users import AccountError, create_user
+from grader.catalog.publishing import publish, stale
+from grader.engine import SandboxUnavailable
+from grader.engine.grading import shutdown
+from grader.settings import settings
 
 INSTRUCTOR_EMAIL = "instructor@localhost"
 READY_PATH = "/api/v1/openapi.json"  # answers without a key
 START_TIMEOUT_S = 240  # a first start on a slow machine imports torch a few times
 STOP_TIMEOUT_S = 10  # per group of children, before they are killed
-
-
-# ------------------------------------------------------------------ publishing the catalogue
-
-def stale(bundles: list, database_url: str | None = None) -> list:
-    """The bundles the database has no row for, or an older version of."""
-    from sqlalchemy import select
-
-    from grader import db
-    from grader.models import Exercise
-
-    with db.transaction(database_url) as session:
-        versions = dict(session.execute(select(Exercise.slug, Exercise.version)).all())
-    return [b for b in bundles if b.slug not in versions or versions[b.slug] < b.version]
-
-
-def publish(bundles: list, database_url: str | None = None) -> int:
-    """Publish bundles into the database at their current versions; returns how many
-    could not be (the others are). Raises SandboxUnavailable when nothing can be graded.
-
-    The maximum score is what grading the bundle's own solution.py reports, so it is
-    the sum of the hidden tests' points as the engine counts them.
-    """
-    from grader import db
-    from grader.engine import grade
-    from grader.models import Exercise
-
-    failed = 0
-    for bundle in bundles:
-        report = grade(bundle, bundle.file("solution.py").read_text(encoding="utf-8"))
-        if report.status != "graded" or report.max_score <= 0:
-            # A wrong maximum would mis-scale every score: publish nothing for this one.
-            click.echo(f"FAIL {bundle.slug}: its solution graded {report.status} "
-                       f"({report.message or f'{report.max_score:g} points'}); not published", err=True)
-            failed += 1
-            continue
-        with db.transaction(database_url) as session:
-            row = session.get(Exercise, bundle.slug) or Exercise(slug=bundle.slug)
-            if row.bundle_id is not None and row.version >= bundle.version:
-                # An instructor uploaded a newer (or the same) version: it stays.
-                click.echo(f"skip {bundle.slug} v{bundle.version}: uploaded version {row.version} is published")
-                continue
-            row.publish(bundle, report.max_score)
-            session.add(row)
-        click.echo(f"ok   {bundle.slug} v{bundle.version}: {report.max_score:g} points, {bundle.device}")
-    return failed
-
-
-def unpublish_missing(bundles: list, database_url: str | None = None) -> list[str]:
-    """Withdraw the exercises published from catalogue folders that are gone (their
-    rows and submissions stay; students no longer see them). Uploaded ones stay."""
-    from sqlalchemy import select
-
-    from grader import db
-    from grader.models import Exercise
-
-    present = {b.slug for b in bundles}
-    with db.transaction(database_url) as session:
-        query = select(Exercise).where(Exercise.published.is_(True), Exercise.bundle_id.is_(None))
-        gone = session.scalars(query.where(Exercise.slug.not_in(present)) if present else query).all()
-        for row in gone:
-            row.published = False
-            click.echo(f"gone {row.slug}: its folder is no longer in the catalogue; unpublished")
-        return [row.slug for row in gone]
 
 
 # ------------------------------------------------------------------ the children
@@ -244,8 +191,6 @@ def _check_port_free(host: str, port: int) -> None:
 def _gunicorn_extras() -> list[str]:
     """Newer gunicorns open a control socket under ~/.gunicorn: none here, so that two
     of these can run side by side and nothing is left outside ./instance."""
-    from gunicorn.config import KNOWN_SETTINGS
-
     flags = {flag for setting in KNOWN_SETTINGS for flag in (setting.cli or ())}
     return ["--no-control-socket"] if "--no-control-socket" in flags else []
 
@@ -287,8 +232,6 @@ def _redis(children: Children, redis_url: str, instance: Path) -> None:
     if parts.password:
         child.process.stdin.write(f'requirepass "{parts.password}"\n'.encode())
         child.process.stdin.close()
-    import redis as redis_py
-
     client = redis_py.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=2)
     deadline = time.monotonic() + 30
     while True:
@@ -305,18 +248,12 @@ def _redis(children: Children, redis_url: str, instance: Path) -> None:
 
 def _first_instructor(database_url: str) -> tuple[str, str] | None:
     """(email, password) of the instructor account made now, where there is none yet."""
-    from sqlalchemy import select
-
-    from grader import db
-    from grader.models import User
-    from grader.users import AccountError, create_user
-
     with db.transaction(database_url) as session:
-        if session.scalar(select(User.id).where(User.role == "instructor").limit(1)) is not None:
+        if session.scalar(select(User.id).where(User.role == Role.INSTRUCTOR).limit(1)) is not None:
             return None
         password = secrets.token_urlsafe(12)
         try:
-            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role="instructor")
+            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role=Role.INSTRUCTOR)
         except AccountError as exc:
             click.echo(f"no instructor account was made: {exc}", err=True)
             return None
@@ -324,13 +261,8 @@ def _first_instructor(database_url: str) -> tuple[str, str] | None:
 
 
 def _publish_stale(database_url: str) -> None:
-    from grader import catalog
-    from grader.engine import SandboxUnavailable
-    from grader.engine.grading import shutdown
-    from grader.settings import settings
-
     try:
-        bundles = stale(catalog.all_exercises(settings().exercises_dir), database_url)
+        bundles = stale(catalog.all_bundles(settings().exercises_dir), database_url)
     except catalog.CatalogError as exc:
         raise UpError(f"the catalogue cannot be loaded: {exc}") from None
     if not bundles:
@@ -380,9 +312,6 @@ def _ignore(signals) -> None:
 def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     """Start everything, wait until stopped. Returns the exit status: 0 when stopped by
     a signal, 1 when something could not start or died."""
-    from grader import db
-    from grader.settings import settings
-
     config = settings()
     instance = Path.cwd() / "instance"
     logs = instance / "logs"
@@ -400,7 +329,7 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         _redis(children, config.redis_url, instance)
         queues = "cpu,gpu" if config.gpu_queue or _gpu_present() else "cpu"
         worker = children.start("the Celery worker", "worker.log", [
-            sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", queues,
+            sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues,
             "--concurrency", "1", "-B", "--schedule-filename", str(instance / "celerybeat-schedule"),
             "--without-gossip", "--without-mingle", "--hostname", "grader-up@%h", "-l", "info"])
         children.start("gunicorn", "web.log", [

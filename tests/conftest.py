@@ -19,7 +19,7 @@ collect_ignore = ["fixtures", "attacks"]
 
 
 @pytest.fixture(scope="session")
-def target() -> catalog.Exercise:
+def target() -> catalog.Bundle:
     """The attack-target exercise: autograd-basics' contract with short limits."""
     return catalog.load(TESTS / "fixtures" / "exercises" / "attack-target")
 
@@ -28,7 +28,7 @@ def target() -> catalog.Exercise:
 def grade_file(target):
     """Grade a submission file (against the attack target unless told otherwise)."""
 
-    def grade_file(path: str | Path, exercise: catalog.Exercise | None = None) -> Report:
+    def grade_file(path: str | Path, exercise: catalog.Bundle | None = None) -> Report:
         return grade(exercise or target, Path(path).read_text(encoding="utf-8"))
 
     return grade_file
@@ -112,7 +112,7 @@ def redis(redis_url, monkeypatch):
     """
     import redis as redis_py
 
-    from worker import app as worker_app
+    from grader import tasks as worker_app
 
     client = redis_py.Redis.from_url(redis_url)
     client.flushdb()

@@ -29,7 +29,7 @@ def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | 
     """A real worker process consuming `queues`, once it says it is ready."""
     log = tmp_path / f"{name}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.app:celery", "worker", "-Q", queues, "--pool", "solo",
+        [sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues, "--pool", "solo",
          "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
         cwd=ROOT, env={**os.environ, **(env or {})}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     _workers.append(process)
@@ -71,7 +71,7 @@ def publish_basics(database_url: str, **extra) -> None:
     """autograd-basics published from the catalogue, worth 6 points, as `grader exercise sync`
     would leave it (without grading its solution first)."""
     from grader import catalog, db
-    from grader.models import Exercise
+    from grader.catalog.models import Exercise
 
     exercise = catalog.find("autograd-basics")
     with db.transaction(database_url) as session:
@@ -86,7 +86,7 @@ def wait_until_done(database_url: str, ids: list[str], seconds: float = 120) -> 
     from sqlalchemy import select
 
     from grader import db
-    from grader.models import Submission
+    from grader.submissions.models import Submission
 
     deadline = time.monotonic() + seconds
     while True:
@@ -101,7 +101,7 @@ def wait_until_done(database_url: str, ids: list[str], seconds: float = 120) -> 
 def wait_until_grading(database_url: str, submission_id: str, seconds: float = 60) -> None:
     """Until a worker is in the middle of the submission's grade (a test has passed)."""
     from grader import db
-    from grader.models import Submission
+    from grader.submissions.models import Submission
 
     deadline = time.monotonic() + seconds
     while True:

@@ -16,10 +16,12 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from grader import db, submissions
-from grader.api import keys
+from grader.accounts import keys
 from grader.api.openapi import ERROR_CODES
 from grader.cli import main
-from grader.models import ApiKey, Exercise, Submission, User
+from grader.accounts.models import ApiKey, User
+from grader.catalog.models import Exercise
+from grader.submissions.models import Submission
 from grader.settings import MAX_SOURCE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -456,12 +458,13 @@ def test_every_reference_in_the_document_resolves(client):
 
 
 def test_every_error_code_in_the_code_is_documented():
-    sources = [ROOT / "grader" / "api" / "views.py", ROOT / "grader" / "api" / "keys.py",
-               ROOT / "grader" / "submissions.py", ROOT / "grader" / "app.py"]
+    sources = [ROOT / "grader" / "api" / "views.py", ROOT / "grader" / "accounts" / "keys.py",
+               ROOT / "grader" / "submissions" / "__init__.py", ROOT / "grader" / "source.py",
+               ROOT / "grader" / "app.py"]
     codes = set()
     for source in sources:
         text = source.read_text(encoding="utf-8")
-        codes |= set(re.findall(r'(?:ApiError|SubmissionError|KeyRefused)\(\s*"(\w+)"', text))
+        codes |= set(re.findall(r'(?:ApiError|SubmissionError|SourceError|KeyRefused)\(\s*"(\w+)"', text))
         codes |= set(re.findall(r'\d{3}: "(\w+)"', text))
     assert codes and codes <= set(ERROR_CODES), codes - set(ERROR_CODES)
 
@@ -498,7 +501,8 @@ def test_db_upgrade_makes_the_schema(tmp_path, monkeypatch):
 
 
 def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_url, monkeypatch):
-    from grader import catalog, engine
+    from grader import catalog
+    from grader.catalog import publishing
     from grader.engine.report import Report
 
     graded = []
@@ -508,7 +512,7 @@ def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_
         return Report(exercise=bundle.slug, version=bundle.version, status="graded", score=7.5,
                       max_score=7.5, duration_ms=1)
 
-    monkeypatch.setattr(engine, "grade", grade, raising=False)
+    monkeypatch.setattr(publishing, "grade", grade)
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.delenv("GRADER_EXERCISES_DIR", raising=False)
     with db.transaction(database_url) as session:  # an older version, unpublished: sync brings it back
@@ -516,7 +520,7 @@ def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_
                              functions=[], published=False))
     result = CliRunner().invoke(main, ["exercise", "sync"])
     assert result.exit_code == 0, result.output
-    bundles = catalog.all_exercises(ROOT / "exercises")
+    bundles = catalog.all_bundles(ROOT / "exercises")
     assert sorted(graded) == sorted((b.slug, True) for b in bundles)
     with db.transaction(database_url) as session:
         rows = {row.slug: row for row in session.scalars(select(Exercise))}
@@ -528,7 +532,7 @@ def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_
 
 
 def test_exercise_sync_publishes_nothing_for_a_bundle_its_solution_fails(database_url, monkeypatch):
-    from grader import engine
+    from grader.catalog import publishing
     from grader.engine.report import Report
 
     def grade(bundle, source):
@@ -536,7 +540,7 @@ def test_exercise_sync_publishes_nothing_for_a_bundle_its_solution_fails(databas
         return Report(exercise=bundle.slug, version=bundle.version, status=status, score=3,
                       max_score=3 if status == "graded" else 0, duration_ms=1, message="no sandbox")
 
-    monkeypatch.setattr(engine, "grade", grade, raising=False)
+    monkeypatch.setattr(publishing, "grade", grade)
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.delenv("GRADER_EXERCISES_DIR", raising=False)
     result = CliRunner().invoke(main, ["exercise", "sync"])

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import db, users
+from grader import db
+from grader.accounts import users
 from tests.live import publish_basics, serve, start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,12 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
-from grader import bundles, catalog, db, users
+from grader import catalog, db
+from grader.accounts import users
+from grader.catalog import publishing, uploads
+from grader.catalog.models import Exercise, Upload
 from grader.cli import main
-from grader.models import Bundle, Exercise, Submission
+from grader.submissions.models import Submission
 from tests.live import start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +66,7 @@ def published(database_url, monkeypatch, tmp_path):
 
 def count_bundles(database_url: str) -> int:
     with db.transaction(database_url) as session:
-        return session.scalar(select(func.count()).select_from(Bundle))
+        return session.scalar(select(func.count()).select_from(Upload))
 
 
 # ------------------------------------------------------------------ what is refused
@@ -78,30 +81,30 @@ def count_bundles(database_url: str) -> int:
     (zipped({"b/exercise.toml": 'slug = "x"\nversion = 1\nfunctions = ["f"]\n[title]\nen = "X"'}), "missing README.md"),
 ])
 def test_a_broken_upload_says_what_is_wrong_and_stores_nothing(published, archive, says):
-    with pytest.raises(bundles.BundleError, match=re.escape(says)):
+    with pytest.raises(uploads.UploadError, match=re.escape(says)):
         with db.transaction(published) as session:
-            bundles.receive(session, archive)
+            uploads.receive(session, archive)
     assert count_bundles(published) == 0
 
 
 def test_an_upload_too_large_to_unpack_is_refused(published, monkeypatch):
     monkeypatch.setattr(bundles, "MAX_UNPACKED_BYTES", 1000)
-    with pytest.raises(bundles.BundleError, match="unpacks to more than 1000 bytes"):
+    with pytest.raises(uploads.UploadError, match="unpacks to more than 1000 bytes"):
         with db.transaction(published) as session:
-            bundles.receive(session, zipped({"b/exercise.toml": "x" * 2000}))
+            uploads.receive(session, zipped({"b/exercise.toml": "x" * 2000}))
 
 
 def test_an_upload_must_raise_the_published_version(published, tmp_path):
-    same = bundles.pack(bundle_folder(tmp_path, version=1))
-    with pytest.raises(bundles.BundleError, match="published at version 1; raise 'version'"):
+    same = uploads.pack(bundle_folder(tmp_path, version=1))
+    with pytest.raises(uploads.UploadError, match="published at version 1; raise 'version'"):
         with db.transaction(published) as session:
-            bundles.receive(session, same)
+            uploads.receive(session, same)
     assert count_bundles(published) == 0
 
 
 def test_a_packed_folder_unpacks_to_the_same_bundle(tmp_path):
     folder = bundle_folder(tmp_path)
-    root = bundles.unpack(bundles.pack(folder), tmp_path / "out")
+    root = uploads.unpack(uploads.pack(folder), tmp_path / "out")
     assert catalog.load(root).version == 2
     assert sorted(p.relative_to(root) for p in root.rglob("*.py")) == sorted(
         p.relative_to(folder) for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
@@ -119,7 +122,7 @@ def sign_in(client, email: str = "ines@example.org"):
 def upload(client, archive: bytes):
     page = client.get("/instructor/exercises").get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    return client.post("/instructor/bundles", data={"csrf_token": csrf, "bundle": (io.BytesIO(archive), "b.zip")},
+    return client.post("/instructor/uploads", data={"csrf_token": csrf, "bundle": (io.BytesIO(archive), "b.zip")},
                        content_type="multipart/form-data")
 
 
@@ -140,10 +143,10 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
 
     client = app.test_client()
     sign_in(client)
-    good = bundles.pack(bundle_folder(tmp_path, version=2))
+    good = uploads.pack(bundle_folder(tmp_path, version=2))
     broken_folder = bundle_folder(tmp_path, version=3)
     (broken_folder / "solution.py").write_text((BASICS / "mutants" / "forgot_factor.py").read_text())
-    broken = bundles.pack(broken_folder)
+    broken = uploads.pack(broken_folder)
 
     worker = start_worker(tmp_path, "worker")
     try:
@@ -154,7 +157,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
         assert "mutant:backward_twice" in page and "full marks" in page
         with db.transaction(published) as session:
             row = session.get(Exercise, "autograd-basics")
-            assert row.version == 2 and row.bundle_id is not None and row.max_score == 6
+            assert row.version == 2 and row.upload_id is not None and row.max_score == 6
         # Students see the uploaded statement, and their code is graded against version 2.
         assert "This statement came with the upload." in client.get("/exercises/autograd-basics").get_data(
             as_text=True)
@@ -189,7 +192,7 @@ def test_uploading_is_for_instructors_only(published, app):
     client = app.test_client()
     sign_in(client, "ada@example.org")
     assert client.get("/instructor/exercises").status_code == 403
-    assert client.post("/instructor/bundles").status_code in (400, 403)  # no CSRF token, or no right
+    assert client.post("/instructor/uploads").status_code in (400, 403)  # no CSRF token, or no right
     assert count_bundles(published) == 0
 
 
@@ -214,16 +217,15 @@ def test_grader_exercise_add_checks_here_and_publishes(published, tmp_path):
     assert again.exit_code == 1 and "published at version 2" in again.output
     with db.transaction(published) as session:
         assert session.get(Exercise, "autograd-basics").version == 2
-        assert session.scalar(select(func.count()).select_from(Bundle)) == 1
+        assert session.scalar(select(func.count()).select_from(Upload)) == 1
 
 
 def test_grader_exercise_sync_withdraws_folders_that_are_gone(published, tmp_path, monkeypatch):
-    from grader import up
 
     with db.transaction(published) as session:
         session.add(Exercise(slug="old-exercise", version=1, title={"en": "Old"}, device="cpu", max_score=1,
                              functions=["f"]))
-    assert up.unpublish_missing([catalog.find("autograd-basics")]) == ["old-exercise"]
+    assert publishing.unpublish_missing([catalog.find("autograd-basics")]) == ["old-exercise"]
     with db.transaction(published) as session:
         assert session.get(Exercise, "old-exercise").published is False
         assert session.get(Exercise, "autograd-basics").published is True
@@ -232,16 +234,16 @@ def test_grader_exercise_sync_withdraws_folders_that_are_gone(published, tmp_pat
 def test_a_check_lost_with_its_worker_ends_as_rejected_with_the_reason(published, redis):
     from datetime import timedelta
 
-    from grader.models import now
-    from worker import tasks
+    from grader.db import now
+    from grader.catalog import tasks
 
     with db.transaction(published) as session:
-        session.add(Bundle(slug="autograd-basics", version=2, device="any", archive=b"zip", sha256="0" * 64,
+        session.add(Upload(slug="autograd-basics", version=2, device="any", archive=b"zip", sha256="0" * 64,
                            status="checking", uploaded_at=now() - tasks.CHECK_DEADLINE - timedelta(minutes=1)))
-        session.add(Bundle(slug="zero-grad", version=1, device="any", archive=b"zip", sha256="1" * 64,
+        session.add(Upload(slug="zero-grad", version=1, device="any", archive=b"zip", sha256="1" * 64,
                            status="checking", uploaded_at=now()))
-    tasks.sweep_stuck()
+    tasks.end_lost_checks()
     with db.transaction(published) as session:
-        rows = {b.slug: b for b in session.scalars(select(Bundle))}
+        rows = {b.slug: b for b in session.scalars(select(Upload))}
     assert rows["autograd-basics"].status == "rejected" and "upload the bundle again" in rows["autograd-basics"].error
     assert rows["zero-grad"].status == "checking"  # still within its time

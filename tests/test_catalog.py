@@ -6,16 +6,17 @@ from pathlib import Path
 import pytest
 
 from grader import catalog
+from grader.catalog.check import check, format_check
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 BASICS = EXERCISES / "autograd-basics"
 
 
-@pytest.mark.parametrize("exercise", catalog.all_exercises(EXERCISES), ids=lambda e: e.slug)
+@pytest.mark.parametrize("exercise", catalog.all_bundles(EXERCISES), ids=lambda e: e.slug)
 def test_every_exercise_in_the_catalogue_checks_out(exercise):
-    rows = catalog.check(exercise)
-    assert all(r.ok for r in rows), "\n" + catalog.format_check(rows)
+    rows = check(exercise)
+    assert all(r.ok for r in rows), "\n" + format_check(rows)
 
 
 def test_check_flags_a_mutant_that_passes_a_test_it_declares_failing(tmp_path):
@@ -24,10 +25,10 @@ def test_check_flags_a_mutant_that_passes_a_test_it_declares_failing(tmp_path):
     manifest.write_text(manifest.read_text().replace(
         'fails = ["test_gradient_is_left_in_x_grad", "test_keeps_dtype_float64"]',
         'fails = ["test_returns_gradient_of_2xtx"]'))
-    rows = catalog.check(catalog.load(bundle))
+    rows = check(catalog.load(bundle))
     bad = [r for r in rows if not r.ok]
     assert [r.subject for r in bad] == ["mutant:hand_computed"]
-    assert "violated" in catalog.format_check(rows)
+    assert "violated" in format_check(rows)
 
 
 def make_bundle(tmp_path, toml):

@@ -17,7 +17,7 @@ import requests
 from grader import catalog, db
 from grader.lti import platforms
 from grader.lti.models import LtiGradeTarget, LtiScorePost
-from grader.models import User
+from grader.accounts.models import User
 from tests.live import publish_basics, serve, start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
 
@@ -287,7 +287,7 @@ def test_the_configuration_document_names_the_tools_urls(client):
 
 @SQLITE_ONLY
 def test_an_instructor_registers_a_platform_on_the_page(client, database_url):
-    from grader import users
+    from grader.accounts import users
 
     with db.transaction(database_url) as session:
         users.create_user(session, email="teacher@example.org", password="correct horse", role="instructor")

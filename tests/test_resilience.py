@@ -20,8 +20,9 @@ import pytest
 from sqlalchemy import func, select
 
 from grader import db, submissions
-from grader.api import keys
-from grader.models import Submission, User
+from grader.accounts import keys
+from grader.accounts.models import User
+from grader.submissions.models import Submission
 from tests.live import PrivateRedis, publish_basics, serve, start_worker, stop, wait_until_done, wait_until_grading
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def broker(tmp_path, monkeypatch):
     """The private Redis, which the Celery app of this process and the workers send to."""
-    from worker import app as worker_app
+    from grader import tasks as worker_app
 
     server = PrivateRedis(tmp_path / "redis", fsync_always=True)
     server.start()

@@ -146,7 +146,7 @@ needs_redis_server = pytest.mark.skipif(
 @needs_redis_server
 def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp_path):
     from grader import db
-    from grader.api import keys
+    from grader.accounts import keys
 
     web_port, redis_port = free_ports(2)
     up = Up(tmp_path, environment(redis_port), "--port", str(web_port))

@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from grader import catalog, db, users
+from grader import catalog, db
+from grader.accounts import users
 from grader.engine import grade
-from grader.models import Exercise, Submission, now
+from grader.catalog.models import Exercise
+from grader.db import now
+from grader.submissions.models import Submission
 from grader.settings import MAX_SOURCE_BYTES
 from tests.live import publish_basics
 

@@ -14,7 +14,7 @@ import pytest
 from flask import Flask, request
 
 from grader import db
-from grader.api import keys
+from grader.accounts import keys
 from grader.webhooks import WebhookDelivery, sign, verify
 from tests.live import publish_basics, serve, start_worker, stop
 
@@ -100,7 +100,7 @@ def test_a_graded_submission_is_delivered_signed_and_retried_after_a_failure(cli
 
 @SQLITE_ONLY
 def test_deliveries_are_visible_to_instructors_without_the_secret(client, api_key, service):
-    from grader import users
+    from grader.accounts import users
     from grader.webhooks import Webhook
 
     secret = client.post("/api/v1/webhooks", json={"url": "https://hooks.example.org/in"},
@@ -113,7 +113,7 @@ def test_deliveries_are_visible_to_instructors_without_the_secret(client, api_ke
                                     status_code=None, error="ConnectTimeout: no answer", duration_ms=10000))
         users.create_user(session, email="teacher@example.org", password="correct horse", role="instructor")
     with client.session_transaction() as browser_session:
-        from grader.models import User
+        from grader.accounts.models import User
         with db.transaction(service) as session:
             browser_session["user_id"] = session.query(User).filter_by(email="teacher@example.org").one().id
     page = client.get("/instructor/lti/deliveries")
@@ -152,8 +152,8 @@ def test_the_signature_covers_the_timestamp_and_the_body():
 
 @SQLITE_ONLY
 def test_a_submission_that_could_not_be_graded_is_delivered_too(client, api_key, service, tmp_path):
-    from grader.models import Submission
-    from worker.tasks import MAX_ATTEMPTS
+    from grader.submissions.models import Submission
+    from grader.submissions.tasks import MAX_ATTEMPTS
 
     receiver = Receiver()
     with serve(receiver.app) as url:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from grader import db, submissions
-from grader.models import Submission, User, now
+from grader.accounts.models import User
+from grader.db import now
+from grader.submissions.models import Submission
 from tests.live import publish_basics, start_worker, stop, wait_until_done, wait_until_grading
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +74,7 @@ def test_a_task_delivered_twice_grades_once(service, worker):
 
 
 def test_the_sweeper_resends_a_stuck_submission_and_gives_up_after_the_attempts(service, worker):
-    from worker import tasks
+    from grader.submissions import tasks
 
     stuck = submit(service, (BASICS / "solution.py").read_text())
     finished(service, stuck)
@@ -101,7 +103,7 @@ SLOW_SOLUTION = (BASICS / "solution.py").read_text().replace(
 
 
 def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monkeypatch):
-    from worker import tasks
+    from grader.submissions import tasks
 
     monkeypatch.setenv("GRADER_GRADE_LIMIT_S", "12")  # so that the lost grade is overdue soon
     first = start_worker(tmp_path, "first")

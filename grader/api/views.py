@@ -16,17 +16,18 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from grader import bundles, catalog, db, submissions, webhooks
-from grader.api import keys
+from grader import db, submissions, webhooks
+from grader.accounts import keys
+from grader.catalog import is_slug, uploads
+from grader.catalog.models import Exercise
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import limiter
-from grader.models import Exercise, Submission
+from grader.submissions.models import Submission, SubmissionStatus
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
-_SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
 _SUBMISSION_FIELDS = ("exercise", "source", "user")
@@ -107,7 +108,7 @@ def list_exercises():
 @requires("exercises:read")
 def get_exercise(slug: str):
     row = None
-    if _SLUG.fullmatch(slug):  # anything else cannot be a slug; do not send it to the database
+    if is_slug(slug):  # anything else cannot be a slug; do not send it to the database
         with db.transaction(_database_url()) as session:
             row = session.get(Exercise, slug)
     if row is None or not row.published:
@@ -116,15 +117,9 @@ def get_exercise(slug: str):
 
 
 def _statement(slug: str) -> dict:
-    """The statement from the catalogue bundle; nulls if the bundle is gone (the row outlives it)."""
-    try:
-        with db.transaction(_database_url()) as session:
-            bundle = bundles.exercise_for(session, slug, current_app.config["EXERCISES_DIR"])
-    except (catalog.CatalogError, bundles.BundleError):
-        log.warning("exercise %s is published but its bundle cannot be loaded", slug, exc_info=True)
-        return {"en": None, "ko": None}
-    korean = bundle.file("README.ko.md")
-    return {"en": bundle.statement("en"), "ko": korean.read_text(encoding="utf-8") if korean.is_file() else None}
+    """The statement in each language; nulls if the bundle is gone (the row outlives it)."""
+    with db.transaction(_database_url()) as session:
+        return uploads.statements(session, slug, current_app.config["EXERCISES_DIR"])
 
 
 # ------------------------------------------------------------------ submissions
@@ -203,18 +198,14 @@ def create_submission():
         if not _is_text(source):
             raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
         submissions.check_source(source)  # before the database is touched at all
-        if not _SLUG.fullmatch(slug):
+        if not is_slug(slug):
             raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {slug[:100]!r}")
         submission_id, device = _store(slug, source, user)
     except submissions.SubmissionError as exc:
         raise ApiError(exc.code, exc.message) from None
-    try:
-        submissions.enqueue(submission_id, device)  # only now: the row is committed
-    except Exception:
-        # The row is queued with a deadline, so the sweeper sends it once the broker is back.
-        log.exception("submission %s stored but not enqueued; the sweeper will send it", submission_id)
+    submissions.send(submission_id, device)  # only now: the row is committed
     url = url_for("api.get_submission", submission_id=submission_id, _external=True)
-    response = jsonify(id=submission_id, url=url, status="queued")
+    response = jsonify(id=submission_id, url=url, status=SubmissionStatus.QUEUED)
     response.status_code, response.headers["Location"] = 202, url
     return response
 

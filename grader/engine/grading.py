@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from grader import catalog
-from grader.catalog import Exercise
+from grader import source as source_rules
+from grader.catalog.bundle import Bundle, find
 from grader.engine.harness import run_suite
 from grader.engine.report import Report
 from grader.engine.sandbox import CallOutcome, Limits, Sandbox
-from grader.settings import MAX_SOURCE_BYTES, settings as load_settings
+from grader.settings import settings as load_settings
 
 _pool: dict[bool, Sandbox] = {}
 _pool_lock = threading.Lock()
@@ -43,19 +43,6 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def warm_up() -> None:
-    """Start the CPU sandbox and pay this process's one-off import costs now, so
-    that a worker's first grade is as fast as its others."""
-    import torch
-
-    sandbox_for(False).start()
-    model = torch.nn.Linear(2, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    optimizer.zero_grad()  # the first zero_grad()/step() import torch._dynamo
-    model(torch.ones(1, 2)).sum().backward()
-    optimizer.step()
-
-
 @functools.cache
 def cuda_available() -> bool:
     """Whether this worker may grade on a GPU. Asked of a throwaway process, so that
@@ -70,7 +57,7 @@ def cuda_available() -> bool:
     return probe.stdout.strip() == "True"
 
 
-def device_for(exercise: Exercise) -> str:
+def device_for(exercise: Bundle) -> str:
     if exercise.device == "cpu":
         return "cpu"
     return "cuda" if cuda_available() else ("cpu" if exercise.device == "any" else "missing")
@@ -79,7 +66,7 @@ def device_for(exercise: Exercise) -> str:
 class _Channel:
     """The student fixture's way into the sandbox, with the submission's budget."""
 
-    def __init__(self, sandbox: Sandbox, exercise: Exercise, files: dict[str, str], device: str,
+    def __init__(self, sandbox: Sandbox, exercise: Bundle, files: dict[str, str], device: str,
                  deadline: float, refuse: str | None = None):
         self.sandbox, self.exercise, self.files, self.device = sandbox, exercise, files, device
         self.deadline, self.refuse = deadline, refuse
@@ -126,7 +113,7 @@ class _Channel:
         return outcome
 
 
-def grade(exercise: Exercise | str | Path, source: str | bytes, *,
+def grade(exercise: Bundle | str | Path, source: str | bytes, *,
           on_progress: Callable[[int, int], None] | None = None) -> Report:
     """Grade one submission against an exercise's hidden tests.
 
@@ -134,7 +121,7 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
     made; every other outcome, the student's failures included, is a Report.
     """
     started = time.monotonic()
-    ex = exercise if isinstance(exercise, Exercise) else catalog.find(exercise)
+    ex = exercise if isinstance(exercise, Bundle) else find(exercise)
     config = load_settings()
     report = Report(exercise=ex.slug, version=ex.version, status="graded", score=0, max_score=0,
                     duration_ms=0, sandbox="bubblewrap" if config.sandbox == "bwrap" else "none")
@@ -195,16 +182,10 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
 
 def _check_source(source: str | bytes) -> tuple[str, str] | None:
     """Why a submission cannot run at all, or None. Parsing executes nothing."""
-    if isinstance(source, bytes):
-        try:
-            source = source.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return "submission_error", f"the submission is not UTF-8 text (byte {exc.start})"
-    if not source.strip():
-        return "submission_error", "the submission is empty"
-    size = len(source.encode("utf-8"))
-    if size > MAX_SOURCE_BYTES:
-        return "submission_error", f"the submission is {size} bytes; the limit is {MAX_SOURCE_BYTES}"
+    try:
+        source = source_rules.check(source)
+    except source_rules.SourceError as exc:
+        return "submission_error", exc.message
     try:
         ast.parse(source, filename="submission.py")
     except SyntaxError as exc:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from grader.catalog import Exercise
+from grader.catalog.bundle import Bundle
 from grader.engine.report import TestResult
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class _Collector:
         return result
 
 
-def run_suite(exercise: Exercise, channel, on_progress=None) -> SuiteRun:
+def run_suite(exercise: Bundle, channel, on_progress=None) -> SuiteRun:
     tests_dir = exercise.tests_dir
     collector = _Collector(channel, on_progress)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
-# Why a submission was not simply graded. "graded" means every test ran.
-STATUSES = ("graded", "syntax_error", "time_limit", "memory_limit", "sandbox_error",
-            "submission_error", "internal_error")
+class ReportStatus(StrEnum):
+    """Why a submission was not simply graded. "graded" means every test ran."""
+
+    GRADED = "graded"
+    SYNTAX_ERROR = "syntax_error"
+    TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    SANDBOX_ERROR = "sandbox_error"
+    SUBMISSION_ERROR = "submission_error"
+    INTERNAL_ERROR = "internal_error"
+
+
+# The grader's own failures: retried, never a score. Every other status is the student's.
+INFRASTRUCTURE = (ReportStatus.SANDBOX_ERROR, ReportStatus.INTERNAL_ERROR)
+COUNTED = tuple(status for status in ReportStatus if status not in INFRASTRUCTURE)
 
 
 @dataclass

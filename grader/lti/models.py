@@ -9,7 +9,7 @@ from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text,
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from grader.db import Base
-from grader.models import now
+from grader.db import now
 
 
 class LtiKey(Base):

@@ -1,6 +1,6 @@
 """Assignment and Grade Services: publish a student's score to an LMS line item.
 
-Never inside a web request: hooks.after_grade enqueues it after each grade. The score
+Never inside a web request: its listener enqueues it after each grade (submissions.notify). The score
 is the student's best on the exercise (GRADER_LTI_SCORE_POLICY=latest: the newest),
 stamped with the grade's finish time, so a delivery arriving late carries an older
 timestamp than a newer score and the platform keeps the newer one.
@@ -20,19 +20,31 @@ from sqlalchemy import func, select
 
 from grader import db
 from grader.lti import keys
-from grader.lti.hooks import PUBLISH_SCORE_TASK, backoff
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
-from grader.models import Submission
 from grader.settings import settings
-from worker.app import celery
+from grader.submissions.models import Submission, SubmissionStatus
+from grader.submissions.notify import on_finished
+from grader.tasks import backoff, celery
 
 log = logging.getLogger(__name__)
 
+PUBLISH_SCORE_TASK = "grader.lti.publish_score"
 MAX_TRIES = 8
 GIVE_UP = range(400, 500)  # the platform refuses the request itself: trying again changes nothing
 TRY_AGAIN = (408, 425, 429)
+
+
+@on_finished
+def score_targets(session, row: Submission) -> list[tuple[str, list]]:
+    """A graded submission's score goes to each LMS line item the student launched
+    the exercise from."""
+    if row.status != SubmissionStatus.GRADED:
+        return []
+    targets = session.scalars(select(LtiGradeTarget.id).where(
+        LtiGradeTarget.user_id == row.user_id, LtiGradeTarget.exercise_slug == row.exercise_slug))
+    return [(PUBLISH_SCORE_TASK, [row.id, target_id]) for target_id in targets]
 
 
 def _score(session, row: Submission, policy: str) -> float:

@@ -16,7 +16,7 @@ from grader.lti import keys, platforms
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
                               Tool)
-from grader.models import Exercise
+from grader.catalog.models import Exercise
 from grader.settings import settings
 from grader.web.auth import instructor_required
 from grader.webhooks import Webhook, WebhookDelivery

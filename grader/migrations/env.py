@@ -2,9 +2,12 @@
 
 from alembic import context
 
-from grader import models  # noqa: F401  (registers the tables)
-from grader import webhooks  # noqa: F401
-from grader.lti import models as lti_models  # noqa: F401
+# Every domain's models, so that their tables are in Base.metadata.
+import grader.accounts.models  # noqa: F401
+import grader.catalog.models  # noqa: F401
+import grader.lti.models  # noqa: F401
+import grader.submissions.models  # noqa: F401
+import grader.webhooks  # noqa: F401
 from grader.db import Base, engine_for
 
 config = context.config

@@ -12,9 +12,10 @@ from urllib.parse import urlsplit
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 
-from grader import db, users
+from grader import db
+from grader.accounts import users
+from grader.accounts.models import Role, User
 from grader.extensions import LANGUAGES
-from grader.models import User
 from grader.web import bp
 
 
@@ -47,7 +48,7 @@ def instructor_required(view):
     @functools.wraps(view)
     @login_required
     def wrapped(**kwargs):
-        if g.user.role != "instructor":
+        if g.user.role != Role.INSTRUCTOR:
             abort(403)
         return view(**kwargs)
 

@@ -9,8 +9,11 @@ from flask import abort, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy import or_, select
 
-from grader import bundles, db
-from grader.models import Bundle, Exercise, Submission, User
+from grader import db
+from grader.accounts.models import User
+from grader.catalog import uploads
+from grader.catalog.models import Exercise, Upload, UploadStatus
+from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import database_url, instructor_required
 
@@ -53,42 +56,42 @@ def manage_exercises():
 def _exercises_page(error: str | None = None, status: int = 200):
     with db.transaction(database_url()) as s:
         exercises = s.scalars(select(Exercise).order_by(Exercise.slug)).all()
-        uploads = s.execute(select(Bundle.id, Bundle.slug, Bundle.version, Bundle.status, Bundle.uploaded_at)
-                            .order_by(Bundle.uploaded_at.desc()).limit(50)).all()
-    return render_template("instructor/exercises.html", exercises=exercises, uploads=uploads, error=error,
-                           max_mb=bundles.MAX_ARCHIVE_BYTES // (1024 * 1024)), status
+        recent = s.execute(select(Upload.id, Upload.slug, Upload.version, Upload.status, Upload.uploaded_at)
+                            .order_by(Upload.uploaded_at.desc()).limit(50)).all()
+    return render_template("instructor/exercises.html", exercises=exercises, uploads=recent, error=error,
+                           max_mb=uploads.MAX_ARCHIVE_BYTES // (1024 * 1024)), status
 
 
-@bp.post("/instructor/bundles")
+@bp.post("/instructor/uploads")
 @instructor_required
-def upload_bundle():
-    upload = request.files.get("bundle")
-    if upload is None or not upload.filename:
+def upload():
+    file = request.files.get("bundle")
+    if file is None or not file.filename:
         return _exercises_page(_("Choose a .zip file of an exercise folder."), 422)
-    archive = upload.stream.read(bundles.MAX_ARCHIVE_BYTES + 1)
+    archive = file.stream.read(uploads.MAX_ARCHIVE_BYTES + 1)
     try:
         with db.transaction(database_url()) as s:
-            bundle = bundles.receive(s, archive, uploaded_by=g.user.id)
-            bundle_id, device = bundle.id, bundle.device
-    except bundles.BundleError as exc:
+            received = uploads.receive(s, archive, uploaded_by=g.user.id)
+            upload_id, device = received.id, received.device
+    except uploads.UploadError as exc:
         return _exercises_page(str(exc), 422)
     try:
-        bundles.enqueue_check(bundle_id, device)  # only now: the row is committed
+        uploads.enqueue_check(upload_id, device)  # only now: the row is committed
     except Exception:
-        log.exception("bundle %s stored but its check not enqueued", bundle_id)
+        log.exception("upload %s stored but its check not enqueued", upload_id)
         with db.transaction(database_url()) as s:
-            s.delete(s.get(Bundle, bundle_id))  # nothing half-done: the instructor uploads again
+            s.delete(s.get(Upload, upload_id))  # nothing half-done: the instructor uploads again
         return _exercises_page(_("The workers cannot be reached; nothing was stored. Try again shortly."), 503)
-    return redirect(url_for("web.bundle", bundle_id=bundle_id), code=303)
+    return redirect(url_for("web.upload_page", upload_id=upload_id), code=303)
 
 
-@bp.get("/instructor/bundles/<int:bundle_id>")
+@bp.get("/instructor/uploads/<int:upload_id>")
 @instructor_required
-def bundle(bundle_id: int):
+def upload_page(upload_id: int):
     with db.transaction(database_url()) as s:
-        row = s.get(Bundle, bundle_id)
+        row = s.get(Upload, upload_id)
         if row is None:
             abort(404)
         uploader = s.get(User, row.uploaded_by) if row.uploaded_by else None
-    return render_template("instructor/bundle.html", bundle=row, uploader=uploader, rows=row.check_rows or [],
-                           pending=row.status == "checking")
+    return render_template("instructor/upload.html", upload=row, uploader=uploader, rows=row.check_rows or [],
+                           pending=row.status == UploadStatus.CHECKING)

@@ -11,9 +11,11 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 
-from grader import bundles, catalog, db, submissions
+from grader import db, submissions
+from grader.catalog import is_slug, uploads
+from grader.catalog.models import Exercise, UploadStatus
 from grader.extensions import limiter
-from grader.models import Exercise, Submission
+from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.settings import MAX_SOURCE_BYTES
 from grader.web import bp
 from grader.web.auth import database_url, login_required
@@ -22,8 +24,6 @@ from grader.web.render import localized_tests, markdown_html
 log = logging.getLogger(__name__)
 
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
-_SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-PENDING = ("queued", "running")
 
 
 def lang() -> str:
@@ -32,13 +32,13 @@ def lang() -> str:
 
 def best_scores(session, user_id: int) -> dict[str, float]:
     rows = session.execute(select(Submission.exercise_slug, func.max(Submission.score))
-                           .where(Submission.user_id == user_id, Submission.status == "graded")
+                           .where(Submission.user_id == user_id, Submission.status == SubmissionStatus.GRADED)
                            .group_by(Submission.exercise_slug))
     return {slug: score for slug, score in rows}
 
 
 def published(session, slug: str) -> Exercise:
-    row = session.get(Exercise, slug) if _SLUG.fullmatch(slug) else None
+    row = session.get(Exercise, slug) if is_slug(slug) else None
     if row is None or not row.published:
         abort(404)
     return row
@@ -59,12 +59,10 @@ def exercises():
 
 
 def statement(slug: str) -> str | None:
-    try:
-        with db.transaction(database_url()) as s:
-            return bundles.exercise_for(s, slug, current_app.config["EXERCISES_DIR"]).statement(lang())
-    except (catalog.CatalogError, bundles.BundleError):
-        log.warning("exercise %s is published but its bundle cannot be read", slug, exc_info=True)
-        return None
+    """In the page's language where the bundle has it, else in English."""
+    with db.transaction(database_url()) as s:
+        found = uploads.statements(s, slug, current_app.config["EXERCISES_DIR"])
+    return found.get(lang()) or found["en"]
 
 
 @bp.get("/exercises/<slug>")
@@ -106,10 +104,7 @@ def submit(slug: str):
     except submissions.SubmissionError as exc:
         shown = pasted if isinstance(source, bytes) or len(pasted) <= MAX_SOURCE_BYTES else ""
         return _exercise_page(slug, source=shown, error=_error_text(exc), status=422)
-    try:
-        submissions.enqueue(submission_id, device)  # only now: the row is committed
-    except Exception:
-        log.exception("submission %s stored but not enqueued; the sweeper will send it", submission_id)
+    submissions.send(submission_id, device)  # only now: the row is committed
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 
 
@@ -166,15 +161,16 @@ def my_submissions():
 
 @bp.app_context_processor
 def page_helpers() -> dict:
-    labels = {"queued": _("Waiting for a grader…"), "running": _("Running the tests…"),
-              "graded": _("Graded"), "failed": _("Could not grade")}
+    labels = {SubmissionStatus.QUEUED: _("Waiting for a grader…"), SubmissionStatus.RUNNING: _("Running the tests…"),
+              SubmissionStatus.GRADED: _("Graded"), SubmissionStatus.FAILED: _("Could not grade")}
     report_labels = {
         "syntax_error": _("Your code has a syntax error, so no test could run."),
         "time_limit": _("Your code ran out of time."),
         "memory_limit": _("Your code used more memory than allowed."),
         "submission_error": _("Your code failed before the tests could call it."),
     }
-    bundle_labels = {"checking": _("Checking…"), "published": _("Published"), "rejected": _("Rejected")}
+    upload_labels = {UploadStatus.CHECKING: _("Checking…"), UploadStatus.PUBLISHED: _("Published"),
+                     UploadStatus.REJECTED: _("Rejected")}
     return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
-            "bundle_label": lambda status: bundle_labels.get(status, status),
+            "upload_label": lambda status: upload_labels.get(status, status),
             "report_status_label": lambda status: report_labels.get(status, status)}

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from grader.db import Base
-from grader.models import Submission, now
+from grader.db import Base, now
+from grader.submissions.models import Submission
 
 DELIVER_TASK = "grader.webhooks.deliver"
 EVENT = "submission.completed"

@@ -9,17 +9,24 @@ import time
 import requests
 
 from grader import db
-from grader.lti.hooks import backoff
-from grader.models import Submission
 from grader.settings import settings
+from grader.submissions.models import Submission
+from grader.submissions.notify import on_finished
+from grader.tasks import backoff, celery
 from grader.webhooks import (DELIVER_TASK, EVENT, Webhook, WebhookDelivery, WebhookError, check_destination,
-                             payload, sign)
-from worker.app import celery
+                             hooks_for, payload, sign)
 
 log = logging.getLogger(__name__)
 
 MAX_TRIES = 8
 TRY_AGAIN = (408, 425, 429)
+
+
+@on_finished
+def deliveries(session, row: Submission) -> list[tuple[str, list]]:
+    """A finished submission's result (graded or not: a client waits for either) goes
+    to each webhook of the API key it came through."""
+    return [(DELIVER_TASK, [row.id, webhook_id]) for webhook_id in hooks_for(session, row.id)]
 
 
 @celery.task(name=DELIVER_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)

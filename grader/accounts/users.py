@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from grader.models import ROLES, User
+from grader.accounts.models import Role, User
 
 MIN_PASSWORD = 8
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -29,15 +29,15 @@ def normalise_email(email: str) -> str:
     return email.strip().lower()
 
 
-def create_user(session: Session, *, email: str, password: str, role: str = "student",
+def create_user(session: Session, *, email: str, password: str, role: str = Role.STUDENT,
                 name: str = "") -> User:
     """Add a local account (the caller commits). Refuses a taken email, a bad role or a
     password shorter than MIN_PASSWORD characters."""
     email = normalise_email(email)
     if not _EMAIL.fullmatch(email) or len(email) > 320:
         raise AccountError(f"{email!r} is not an email address")
-    if role not in ROLES:
-        raise AccountError(f"the role must be one of {', '.join(ROLES)}, not {role!r}")
+    if role not in set(Role):
+        raise AccountError(f"the role must be one of {', '.join(Role)}, not {role!r}")
     if len(password) < MIN_PASSWORD:
         raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
     if session.scalar(select(User).where(func.lower(User.email) == email)) is not None:

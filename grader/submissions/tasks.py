@@ -1,4 +1,4 @@
-"""Tasks: grade a submission; re-enqueue what got stuck.
+"""On a worker: grade a submission; re-enqueue what got stuck.
 
 The database is the source of truth. A task only ever moves a row forward
 (queued -> running -> graded), so running it twice changes nothing. A failure of
@@ -13,35 +13,35 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from grader import bundles, catalog, db
-from grader.lti.hooks import after_grade
-from grader.models import Bundle, Submission, now
+from grader import db
+from grader.catalog import CatalogError
+from grader.catalog.uploads import UploadError, bundle_for
+from grader.db import now
+from grader.engine import SandboxUnavailable, grade
+from grader.engine.report import INFRASTRUCTURE
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
-from worker.app import GRADE_HARD_LIMIT, celery
+from grader.submissions.models import FINISHED, PENDING, Submission, SubmissionStatus
+from grader.submissions.notify import after_grade
+from grader.tasks import GRADE_HARD_LIMIT, celery
 
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-# Longer than a bundle check may run (its hard limit), and a redelivery after it.
-CHECK_DEADLINE = timedelta(seconds=GRADE_HARD_LIMIT * 8)
-INFRASTRUCTURE = ("sandbox_error", "internal_error")
 
 
 @celery.task(name=GRADE_TASK, bind=True, max_retries=MAX_ATTEMPTS)
 def grade_submission(self, submission_id: str) -> str:
-    from grader.engine import SandboxUnavailable, grade
-
-    exercise = unreadable = None
+    bundle = unreadable = None
     with db.transaction() as session:
         row = session.get(Submission, submission_id, with_for_update=True)
         if row is None:
             log.error("no submission %s", submission_id)
             return "missing"
-        if row.status in ("graded", "failed"):
+        if row.status in FINISHED:
             return row.status  # already done: a redelivered task changes nothing
         gave_up = row.attempts >= MAX_ATTEMPTS
         if gave_up:
-            row.status, row.finished_at = "failed", now()
+            row.status, row.finished_at = SubmissionStatus.FAILED, now()
             row.failure_reason = row.failure_reason or "grading was attempted too many times"
         else:
             # Claim the row only if nobody did since it was read: SELECT ... FOR UPDATE
@@ -49,15 +49,15 @@ def grade_submission(self, submission_id: str) -> str:
             # told apart by the attempt count.
             claimed = session.execute(
                 update(Submission).where(Submission.id == submission_id, Submission.attempts == row.attempts,
-                                         Submission.status.in_(("queued", "running")))
-                .values(status="running", attempts=row.attempts + 1, started_at=now(),
+                                         Submission.status.in_(PENDING))
+                .values(status=SubmissionStatus.RUNNING, attempts=row.attempts + 1, started_at=now(),
                         deadline=now() + timedelta(seconds=GRADE_HARD_LIMIT))
                 .execution_options(synchronize_session=False))
             if claimed.rowcount != 1:
                 return "claimed elsewhere"
             try:
-                exercise = bundles.exercise_for(session, row.exercise_slug)
-            except (catalog.CatalogError, bundles.BundleError) as exc:
+                bundle = bundle_for(session, row.exercise_slug)
+            except (CatalogError, UploadError) as exc:
                 unreadable = str(exc)
             source = row.source
     if gave_up:
@@ -67,13 +67,13 @@ def grade_submission(self, submission_id: str) -> str:
     def progress(done: int, total: int) -> None:
         with db.transaction() as session:
             row = session.get(Submission, submission_id)
-            if row is not None and row.status == "running":
+            if row is not None and row.status == SubmissionStatus.RUNNING:
                 row.progress_done, row.progress_total = done, total
 
-    if exercise is None:
+    if bundle is None:
         return _infrastructure_failure(self, submission_id, f"the exercise cannot be loaded: {unreadable}")
     try:
-        report = grade(exercise, source, on_progress=progress)
+        report = grade(bundle, source, on_progress=progress)
     except SandboxUnavailable as exc:
         return _infrastructure_failure(self, submission_id, str(exc))
     if report.status in INFRASTRUCTURE:
@@ -81,9 +81,9 @@ def grade_submission(self, submission_id: str) -> str:
 
     with db.transaction() as session:
         row = session.get(Submission, submission_id, with_for_update=True)
-        if row.status == "graded":
+        if row.status == SubmissionStatus.GRADED:
             return row.status
-        row.status, row.finished_at, row.failure_reason = "graded", now(), None
+        row.status, row.finished_at, row.failure_reason = SubmissionStatus.GRADED, now(), None
         row.exercise_version = report.version
         row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
         row.progress_done = row.progress_total = len(report.tests)
@@ -97,10 +97,10 @@ def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
         row = session.get(Submission, submission_id, with_for_update=True)
         row.failure_reason = reason[:2000]
         if row.attempts >= MAX_ATTEMPTS:
-            row.status, row.finished_at = "failed", now()
+            row.status, row.finished_at = SubmissionStatus.FAILED, now()
             device = None
         else:
-            row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
+            row.status, row.deadline = SubmissionStatus.QUEUED, now() + QUEUE_DEADLINE
             device, attempts = row.exercise.device, row.attempts
     if device is None:
         after_grade(submission_id)  # the client hears that it could not be graded
@@ -116,41 +116,17 @@ def sweep_stuck() -> int:
     resent, given_up = [], []
     with db.transaction() as session:
         stuck = session.scalars(select(Submission).where(
-            Submission.status.in_(("queued", "running")), Submission.deadline < now())).all()
+            Submission.status.in_(PENDING), Submission.deadline < now())).all()
         for row in stuck:
             if row.attempts >= MAX_ATTEMPTS:
-                row.status, row.finished_at = "failed", now()
+                row.status, row.finished_at = SubmissionStatus.FAILED, now()
                 row.failure_reason = row.failure_reason or "grading did not finish in time, repeatedly"
                 given_up.append(row.id)
                 continue
-            row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
+            row.status, row.deadline = SubmissionStatus.QUEUED, now() + QUEUE_DEADLINE
             resent.append((row.id, row.exercise.device))
-        # A bundle check lost with its worker (and past any redelivery) would say
-        # "checking" for ever: end it, so that the instructor sees why and uploads again.
-        lost_checks = session.scalars(select(Bundle).where(
-            Bundle.status == "checking", Bundle.uploaded_at < now() - CHECK_DEADLINE)).all()
-        for bundle in lost_checks:
-            bundle.status, bundle.checked_at = "rejected", now()
-            bundle.error = "the check did not finish in time; upload the bundle again"
     for submission_id in given_up:
         after_grade(submission_id)
     for submission_id, device in resent:
         enqueue(submission_id, device)
     return len(resent)
-
-
-@celery.task(name=bundles.CHECK_TASK, acks_late=True, time_limit=GRADE_HARD_LIMIT * 4,
-             soft_time_limit=GRADE_HARD_LIMIT * 4 - 30)
-def check_bundle(bundle_id: int) -> str:
-    """Check an uploaded bundle and publish it if every check holds."""
-    from grader.engine import SandboxUnavailable
-
-    try:
-        return bundles.check_and_publish(bundle_id)
-    except (SandboxUnavailable, catalog.CatalogError, bundles.BundleError) as exc:
-        log.warning("could not check bundle %s: %s", bundle_id, exc)
-        with db.transaction() as session:
-            bundle = session.get(Bundle, bundle_id, with_for_update=True)
-            if bundle is not None and bundle.status == "checking":
-                bundle.status, bundle.error, bundle.checked_at = "rejected", f"could not be checked: {exc}", now()
-        return "rejected"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from grader.models import ApiKey, now
+from grader.accounts.models import ApiKey
+from grader.db import now
 
 SCOPES = ("exercises:read", "submissions:read", "submissions:write")
 # prefix: 12 hex digits, so it never contains the "_" that separates the parts.

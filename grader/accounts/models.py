@@ -1,0 +1,44 @@
+"""Who uses the service: users with a role, and the API keys other systems call with."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import JSON, DateTime, ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from grader.db import Base, now
+
+
+class Role(StrEnum):
+    STUDENT = "student"
+    INSTRUCTOR = "instructor"
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str | None] = mapped_column(String(320), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    role: Mapped[str] = mapped_column(String(20), default=Role.STUDENT)
+    password_hash: Mapped[str | None] = mapped_column(String(300))
+    # Who the user is elsewhere: an API client's user id, or an LMS's ("issuer|subject").
+    external_id: Mapped[str | None] = mapped_column(String(500), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class ApiKey(Base):
+    """A key for the REST API. Only its hash is stored; the prefix identifies it."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(128))
+    scopes: Mapped[list] = mapped_column(JSON, default=list)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,16 @@
+"""The catalogue: exercise bundles and what the service publishes of them.
+
+    bundle.py      the bundle format (a folder with exercise.toml): a leaf, below the engine
+    check.py       a bundle's own files must grade as they say (uses the engine)
+    models.py      published exercises and uploaded bundles, as stored
+    uploads.py     receiving an uploaded zip safely, unpacking it on a worker, publishing it
+    publishing.py  publishing the catalogue folder (grader up, grader exercise sync)
+    tasks.py       the check of an upload, on a worker
+
+Importing this package gives the bundle format only; nothing here pulls in the engine.
+"""
+
+from grader.catalog.bundle import (SLUG, Bundle, BundleLimits, CatalogError, all_bundles, find, is_slug,
+                                   load)
+
+__all__ = ["SLUG", "Bundle", "BundleLimits", "CatalogError", "all_bundles", "find", "is_slug", "load"]

@@ -1,0 +1,96 @@
+"""The bundle check: a bundle's own files must grade as they say.
+
+Above the engine (it grades); the bundle format itself (bundle.py) stays below it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+from grader.catalog.bundle import Bundle
+from grader.engine.grading import grade
+
+
+@dataclass
+class CheckRow:
+    exercise: str
+    subject: str       # "solution", "starter", "mutant:<name>", "bundle"
+    expected: str
+    actual: str
+    ok: bool
+
+
+def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
+    """Grade the bundle's own files and compare with what they must score.
+
+    The reference scores full marks twice with identical reports; the starter
+    scores less; every mutant fails exactly the tests it declares and shows its hint.
+    ``on_report(subject, report)``, if given, sees each subject's report once (the
+    reference's first), so that a caller needs no grade of its own.
+    """
+    rows: list[CheckRow] = []
+
+    def row(subject, expected, actual, ok):
+        rows.append(CheckRow(bundle.slug, subject, expected, actual, bool(ok)))
+
+    solution = bundle.file("solution.py").read_text(encoding="utf-8")
+    first, second = grade(bundle, solution), grade(bundle, solution)
+    if on_report:
+        on_report("solution", first)
+    row("solution", "full marks", f"{first.score:g}/{first.max_score:g} [{first.status}]",
+        first.status == "graded" and first.score == first.max_score > 0)
+    same = first.without_timings() == second.without_timings()
+    row("solution", "same report twice", "identical" if same else "different", same)
+    visible = sum(t.visible for t in first.tests)
+    row("bundle", ">= 1 visible and >= 1 hidden test", f"{visible} visible, {len(first.tests) - visible} hidden",
+        0 < visible < len(first.tests))
+
+    starter = grade(bundle, bundle.file("starter.py").read_text(encoding="utf-8"))
+    if on_report:
+        on_report("starter", starter)
+    row("starter", "less than full marks", f"{starter.score:g}/{starter.max_score:g}",
+        starter.score < starter.max_score)
+
+    mutants_dir = bundle.path / "mutants"
+    declared = {}
+    manifest = mutants_dir / "mutants.toml"
+    if manifest.is_file():
+        try:
+            declared = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            row("bundle", "valid mutants/mutants.toml", str(exc), False)
+    files = {p.stem: p for p in sorted(mutants_dir.glob("*.py"))} if mutants_dir.is_dir() else {}
+    row("bundle", ">= 3 mutants", str(len(files)), len(files) >= 3)
+    for name in sorted(set(declared) | set(files)):
+        subject = f"mutant:{name}"
+        spec = declared.get(name)
+        if name not in files or not isinstance(spec, dict):
+            row(subject, "a .py file and a [section] in mutants.toml",
+                "no file" if name not in files else "not declared", False)
+            continue
+        must_fail = set(spec.get("fails", []))
+        report = grade(bundle, files[name].read_text(encoding="utf-8"))
+        if on_report:
+            on_report(subject, report)
+        failed = {t.id.rsplit("::", 1)[-1] for t in report.tests if not t.passed}
+        row(subject, "fails " + ", ".join(sorted(must_fail)), "fails " + (", ".join(sorted(failed)) or "nothing"),
+            failed == must_fail and must_fail)
+        hint = spec.get("hint")
+        if hint:
+            hints = [h for t in report.tests if not t.passed
+                     for h in (t.hint, t.i18n.get("ko", {}).get("hint")) if h]
+            row(subject, f"hint mentions {hint!r}", "yes" if any(hint in h for h in hints) else
+                (hints[0][:60] + "..." if hints else "no hint"), any(hint in h for h in hints))
+    return rows
+
+
+def format_check(rows: list[CheckRow]) -> str:
+    width = max((len(f"{r.exercise}  {r.subject}") for r in rows), default=10)
+    lines = []
+    for r in rows:
+        mark = "ok  " if r.ok else "FAIL"
+        lines.append(f"{mark} {f'{r.exercise}  {r.subject}':<{width}}  expected {r.expected}; got {r.actual}")
+    bad = sum(not r.ok for r in rows)
+    lines.append(f"{len(rows) - bad} of {len(rows)} checks hold" + (f"; {bad} violated" if bad else ""))
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""The catalogue as the service stores it: published exercises, and the bundles
+instructors upload (the zip itself, and what the check made of it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from grader.catalog.bundle import Bundle
+from grader.db import Base, now
+
+
+class Exercise(Base):
+    """A published exercise: a bundle's metadata, at the version graded now."""
+
+    __tablename__ = "exercises"
+
+    slug: Mapped[str] = mapped_column(String(100), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    title: Mapped[dict] = mapped_column(JSON)          # {"en": ..., "ko": ...}
+    device: Mapped[str] = mapped_column(String(10))    # cpu, cuda or any
+    max_score: Mapped[float] = mapped_column(Float, default=0.0)
+    functions: Mapped[list] = mapped_column(JSON, default=list)
+    published: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The upload it is graded with; None: the catalogue folder on disk.
+    upload_id: Mapped[int | None] = mapped_column("bundle_id", ForeignKey("bundles.id"))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+    def publish(self, bundle: Bundle, max_score: float, *, upload_id: int | None = None) -> None:
+        """Offer `bundle` under this slug from now on, worth `max_score`; `upload_id`: the
+        upload it came from (None: the catalogue folder)."""
+        self.version, self.title, self.device = bundle.version, dict(bundle.title), bundle.device
+        self.functions, self.max_score, self.published = list(bundle.functions), max_score, True
+        self.upload_id = upload_id
+
+
+class UploadStatus(StrEnum):
+    """checking -> published, or rejected (the check table or the error says why)."""
+
+    CHECKING = "checking"
+    PUBLISHED = "published"
+    REJECTED = "rejected"
+
+
+class Upload(Base):
+    """A bundle an instructor uploaded as a zip: kept so that every worker grades with
+    the same files, with what the check made of it."""
+
+    __tablename__ = "bundles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(100), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    device: Mapped[str] = mapped_column(String(10))
+    archive: Mapped[bytes] = mapped_column(LargeBinary)
+    sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20), default=UploadStatus.CHECKING)
+    check_rows: Mapped[list | None] = mapped_column(JSON)  # catalog.check.CheckRow as dicts
+    error: Mapped[str | None] = mapped_column(Text)
+    uploaded_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

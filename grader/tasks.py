@@ -1,0 +1,69 @@
+"""The one Celery app. Importing it imports no engine: the web side enqueues through it.
+
+Each domain's tasks live beside its models (grader/<domain>/tasks.py) and are named in
+``include`` below, so a worker loads them all. Run a worker with:
+
+    celery -A grader.tasks:celery worker -Q cpu   (or -Q gpu, one per GPU)
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from grader.settings import settings
+
+# The longest a grade may take (the longest exercise's submission limit, with room);
+# Redis must not hand an unacknowledged task to another worker before then. The
+# sweeper resends a submission still running this long after it started.
+GRADE_HARD_LIMIT = int(os.environ.get("GRADER_GRADE_LIMIT_S", 360))
+GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else GRADE_HARD_LIMIT * 5 // 6)
+# Every deployment has CPU workers: tasks that only talk HTTP or SQL go there.
+NOTIFY_QUEUE = "cpu"
+TASK_MODULES = ["grader.submissions.tasks", "grader.catalog.tasks", "grader.lti.tasks", "grader.webhooks.tasks"]
+
+
+def make_celery() -> Celery:
+    config = settings()
+    app = Celery("grader", broker=config.redis_url, include=TASK_MODULES)
+    app.conf.update(
+        task_default_queue="cpu",
+        task_acks_late=True,                # a task is done when graded, not when received
+        task_reject_on_worker_lost=True,    # a worker killed mid-grade puts it back
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=GRADE_SOFT_LIMIT,
+        task_time_limit=GRADE_HARD_LIMIT,
+        broker_transport_options={"visibility_timeout": GRADE_HARD_LIMIT * 2},
+        broker_connection_retry_on_startup=True,
+        # A Redis blip must not cut a grade short: it finishes and is stored; the copy
+        # Redis may deliver again finds the row graded and does nothing.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        task_ignore_result=True,            # results live in the database
+        beat_schedule={"sweep-stuck-submissions": {"task": "grader.sweep_stuck", "schedule": 30.0},
+                       "end-lost-checks": {"task": "grader.end_lost_checks", "schedule": 60.0}},
+    )
+    return app
+
+
+celery = make_celery()
+
+
+def send_task(name: str, args: list, *, queue: str, countdown: float | None = None) -> None:
+    """Enqueue a task by name: the sender needs none of the task's code (the web process
+    imports no engine)."""
+    celery.send_task(name, args=args, queue=queue, countdown=countdown)
+
+
+def queue_for(device: str) -> str:
+    """cpu exercises go to the cpu queue, cuda ones to gpu; "any" to gpu only where the
+    deployment has GPU workers."""
+    if device == "cuda" or (device == "any" and settings().gpu_queue):
+        return "gpu"
+    return "cpu"
+
+
+def backoff(retries: int, base: float, cap: float = 600.0) -> float:
+    """Seconds before a task's next try: base, 2*base, 4*base... at most ``cap`` (below
+    the broker's visibility timeout, so a waiting task is not handed out twice)."""
+    return min(cap, base * 2 ** retries)

@@ -1,1 +1,0 @@
-"""Celery workers: a thin adapter from the queue to grader.engine and the database."""
