@@ -112,6 +112,8 @@ class StudentError(Feedback):
         "too_large": ("Your code returned too much data", "반환한 데이터가 너무 큽니다"),
         "unencodable": ("Your code returned a value that cannot be graded",
                         "채점할 수 없는 값을 반환했습니다"),
+        "malformed": ("Your code sent back data the grader cannot read",
+                      "코드가 채점기가 읽을 수 없는 데이터를 돌려보냈습니다"),
         "sandbox": ("The grader could not run your code", "채점기가 코드를 실행하지 못했습니다"),
         "refused": ("Your submission could not be run", "제출한 코드를 실행할 수 없습니다"),
     }

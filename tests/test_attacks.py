@@ -423,6 +423,39 @@ def test_forged_result_frame_is_blamed_on_the_student(target):
     assert "not a result" in message(g.report, visible=True)
 
 
+# ------------------------------------------------------------------ decoding
+
+def _memory(field: str) -> int:
+    """VmRSS or VmHWM (the peak since the last reset) of this, the trusted, process."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) << 10
+    raise LookupError(field)
+
+
+def test_tensors_naming_one_extent_cannot_multiply_the_trusted_sides_memory(target):
+    grading.sandbox_for(False).start()
+    before = _memory("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
+    g = grade_attack(target, "shared_extent")
+    grew = _memory("VmHWM") - before
+    print(f"\nshared_extent: peak RSS of the trusted process {before >> 20} MiB -> "
+          f"{(before + grew) >> 20} MiB (+{grew >> 20} MiB for a 20 MiB blob named 48 times)")
+    assert grew < 160 << 20, f"the trusted process grew by {grew >> 20} MiB"
+    assert "not a result" in message(g.report, visible=True) and "overlap" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("name", ["empty_tensor_huge_shape", "deep_grad_chain"])
+def test_a_result_that_fails_to_decode_is_the_students_error(target, name):
+    g = graded(target, name)
+    assert g.report.status == "graded" and g.report.warnings == [], g.report.render()
+    shown = message(g.report, visible=True)
+    assert "sent back data the grader cannot read" in shown and "not a result" in shown, shown
+    assert all("exercise's test" not in (t.message or "") for t in g.report.tests), g.report.render()
+    assert_contained(g, target)
+
+
 # ------------------------------------------------------------------ processes
 
 @pytest.mark.parametrize("name", ["kill_parent", "kill_process_group", "kill_everything",

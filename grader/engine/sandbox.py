@@ -60,7 +60,9 @@ class CallOutcome:
     """What one call into the sandbox came to.
 
     kind is "ok", "exception", "timeout", "memory", "exit", "crash",
-    "too_large", "unencodable" or "sandbox" (the sandbox itself failed).
+    "too_large", "unencodable", "malformed" (the reply failed to decode: the
+    student's doing, as only their code can write it) or "sandbox" (the sandbox
+    itself failed).
     """
 
     kind: str
@@ -330,9 +332,10 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
             elif out.kind == "unencodable":
                 out.detail = out.error.message
             return out
-        except wire.WireError as exc:
-            out.kind = "crash"
-            out.detail = f"your code sent back something that is not a result ({exc})"
+        except Exception as exc:  # noqa: BLE001 - whatever fails to decode is the student's doing
+            out.kind = "malformed"
+            reason = exc if isinstance(exc, wire.WireError) else type(exc).__name__
+            out.detail = f"your code sent back something that is not a result ({reason})"
             return out
     sig, code = status.get("signal"), status.get("exit")
     if sig in (signal.SIGKILL, signal.SIGXCPU) and status.get("cpu_ms", 0) >= limits.timeout * 1000:
