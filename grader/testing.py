@@ -137,9 +137,8 @@ class StudentError(Feedback):
         if self.exception is not None:
             # The class name is the student's to choose, so only well-known ones are shown.
             name = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
+            # No line number: a submission can raise at a line chosen from the hidden input.
             line = f": {name}"
-            if self.exception.traceback:
-                line += f" at line {self.exception.traceback[-1][0]} of submission.py"
         elif self.kind in ("timeout", "memory", "too_large", "refused"):
             line = f": {self.detail}"
         return f"{en} in {self.function}(){line}"

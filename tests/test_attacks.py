@@ -302,6 +302,16 @@ def test_hidden_inputs_cannot_leak_through_an_exception_class_name(target):
     assert leaks(g.report, g.source) == []
 
 
+def test_hidden_inputs_cannot_leak_through_line_numbers_or_durations(target):
+    g = graded(target, "line_from_hidden_input")
+    hidden = message(g.report, visible=False)
+    assert "ValueError" in hidden and "line" not in hidden, hidden
+    assert "line 20" in message(g.report, visible=True)  # x[0] = 1: the student's own input, shown
+    assert all(t.duration_ms % 100 == 0 for t in g.report.tests), [t.duration_ms for t in g.report.tests]
+    assert g.report.duration_ms % 100 == 0
+    assert_contained(g, target)
+
+
 def test_made_up_exception_classes_earn_nothing(target):
     g = graded(target, "exception_name_leak")
     assert_contained(g, target, check_leaks=False)

@@ -16,7 +16,7 @@ from typing import Callable
 from grader import catalog
 from grader.catalog import Exercise
 from grader.engine.harness import run_suite
-from grader.engine.report import Report
+from grader.engine.report import Report, coarse_ms
 from grader.engine.sandbox import CallOutcome, Limits, Sandbox
 from grader.settings import MAX_SOURCE_BYTES, settings as load_settings
 
@@ -153,7 +153,7 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
     if device == "missing":
         report.status = "sandbox_error"
         report.message = "this exercise needs a GPU and this worker has none"
-        report.duration_ms = round((time.monotonic() - started) * 1000, 2)
+        report.duration_ms = coarse_ms(time.monotonic() - started)
         return report
     report.device = device
 
@@ -189,7 +189,7 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
             report.status = channel.limit
             report.message = ("a call ran out of time" if channel.limit == "time_limit"
                               else "a call ran out of memory")
-    report.duration_ms = round((time.monotonic() - started) * 1000, 2)
+    report.duration_ms = coarse_ms(time.monotonic() - started)
     return report
 
 
