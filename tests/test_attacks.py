@@ -260,6 +260,19 @@ def test_values_that_claim_to_equal_anything_earn_nothing(target, name):
     assert_contained(g, target)
 
 
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_terminal_escapes_and_bidi_overrides_are_shown_escaped(target):
+    g = graded(target, "terminal_escapes")
+    for shown in (g.report.render(), g.report.to_json(), g.report.render("ko")):
+        assert UNSAFE.findall(shown) == [], UNSAFE.findall(shown)
+    assert "\\x1b[2J\\x1b[H" in g.report.output and "\\u202e2/0\\u202c" in g.report.output
+    assert "\\x9b2J" in g.report.output and "\\x0dhere" in g.report.output
+    assert "\\x1b]0;pwned" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
 # ------------------------------------------------------------------ secrets
 
 def test_guessing_paths_finds_neither_hidden_tests_nor_solution(target):

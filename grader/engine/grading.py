@@ -154,7 +154,7 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
         report.status = "sandbox_error"
         report.message = "this exercise needs a GPU and this worker has none"
         report.duration_ms = coarse_ms(time.monotonic() - started)
-        return report
+        return report.escaped()
     report.device = device
 
     files = {"submission.py": text}
@@ -190,7 +190,7 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
             report.message = ("a call ran out of time" if channel.limit == "time_limit"
                               else "a call ran out of memory")
     report.duration_ms = coarse_ms(time.monotonic() - started)
-    return report
+    return report.escaped()
 
 
 def _check_source(source: str | bytes) -> tuple[str, str] | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from grader.escapes import shown
+
 # Why a submission was not simply graded. "graded" means every test ran.
 STATUSES = ("graded", "syntax_error", "time_limit", "memory_limit", "sandbox_error",
             "submission_error", "internal_error")
@@ -45,6 +47,16 @@ class Report:
     sandbox: str = "bubblewrap"      # "none" in the unsafe development mode
     device: str = "cpu"
     warnings: list[str] = field(default_factory=list)
+
+    def escaped(self) -> "Report":
+        """Every string of the report with control and bidi characters escaped (see
+        grader.escapes): messages and output carry what the submission chose to print."""
+        for test in self.tests:
+            test.name, test.message, test.hint = shown(test.name), shown(test.message), shown(test.hint)
+            test.i18n = {lang: {k: shown(v) for k, v in texts.items()} for lang, texts in test.i18n.items()}
+        self.output, self.message = shown(self.output), shown(self.message)
+        self.warnings = [shown(w) for w in self.warnings]
+        return self
 
     def to_dict(self) -> dict:
         return asdict(self)
