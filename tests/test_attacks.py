@@ -71,6 +71,14 @@ def _fresh_sandbox_per_module():
     grading.shutdown()
 
 
+@pytest.fixture(scope="session")
+def jacobian_exercise():
+    """An exercise that blocks APIs: torch.func and torch.autograd.functional.jacobian."""
+    from grader import catalog
+
+    return catalog.load(TESTS.parent / "exercises" / "jacobian")
+
+
 def graded(target, name: str) -> Graded:
     """tests/attacks/<name>.py, graded once per test run: tests of one attack share it."""
     if name not in _graded:
@@ -271,6 +279,24 @@ def test_terminal_escapes_and_bidi_overrides_are_shown_escaped(target):
     assert "\\x9b2J" in g.report.output and "\\x0dhere" in g.report.output
     assert "\\x1b]0;pwned" in message(g.report, visible=True)
     assert_contained(g, target)
+
+
+def test_a_blocked_api_imported_from_where_it_is_defined_is_refused_by_name(jacobian_exercise):
+    g = graded(jacobian_exercise, "jacrev_from_its_module")
+    report = g.report
+    assert (report.status, report.score) == ("submission_error", 0), report.render()
+    assert "line 3 of submission.py uses torch._functorch.eager_transforms.jacrev, which is " \
+        "torch.func.jacrev" in report.message, report.message
+    assert all("switched off" in (t.hint or "") for t in report.tests), report.render()
+    assert g.stray == []
+
+
+def test_reloading_a_blocked_module_does_not_bring_it_back(jacobian_exercise):
+    g = graded(jacobian_exercise, "reload_blocked_module")
+    report = g.report
+    assert report.status == "graded" and report.score == 0, report.render()
+    assert "is not available in this exercise" in message(report, visible=True), report.render()
+    assert g.stray == []
 
 
 # ------------------------------------------------------------------ secrets

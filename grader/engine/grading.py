@@ -15,6 +15,7 @@ from typing import Callable
 
 from grader import catalog
 from grader.catalog import Exercise
+from grader.engine import blocked
 from grader.engine.harness import run_suite
 from grader.engine.report import Report, coarse_ms
 from grader.engine.sandbox import CallOutcome, Limits, Sandbox
@@ -108,7 +109,7 @@ class _Channel:
         if left < limits.timeout:
             limits = Limits(**{**limits.__dict__, "timeout": left})
         outcome = self.sandbox.call(self.files, function, args, kwargs, module=module, limits=limits,
-                                    device=self.device, block=self.exercise.block)
+                                    device=self.device, block=blocked.expanded(self.exercise.block))
         if outcome.error is not None:
             # Lines the submission does not have are made up (compile() with a false name).
             lines = self.files["submission.py"].count("\n") + 1
@@ -143,11 +144,16 @@ def grade(exercise: Exercise | str | Path, source: str | bytes, *,
                                "(GRADER_UNSAFE_NO_SANDBOX is set); never use this report for grading")
 
     problem = _check_source(source)
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    if problem is None and ex.block:
+        # The sandbox blocks these too, but inside the submission's own process.
+        uses = blocked.find_uses(text, ex.block)
+        if uses:
+            problem = "submission_error", uses[0].message()
     refuse = None
     if problem:
         report.status, report.message = problem
         refuse = report.message
-    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
 
     device = device_for(ex)
     if device == "missing":
