@@ -299,6 +299,27 @@ def test_reloading_a_blocked_module_does_not_bring_it_back(jacobian_exercise):
     assert g.stray == []
 
 
+def test_a_forged_gradcheck_does_not_pass_the_gradcheck_test():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("custom-function"), "forged_gradcheck")
+    results = {t.id.rsplit("::", 1)[-1]: t.passed for t in g.report.tests}
+    assert results.pop("test_gradcheck_float64") is False, g.report.render()
+    assert all(results.values()), g.report.render()  # float32 is right: only gradcheck sees the error
+    assert g.stray == []
+
+
+def test_a_forged_device_and_autocast_flags_earn_nothing():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("grad-scaler"), "forged_device")
+    amp = [t for t in g.report.tests if "test_amp_step" in t.id]
+    assert len(amp) == 2 and not any(t.passed for t in amp), g.report.render()
+    assert "float32 forward pass" in next(t.message for t in amp if t.visible)
+    assert all("autocast" in (t.hint or "") for t in amp), g.report.render()
+    assert g.stray == []
+
+
 # ------------------------------------------------------------------ secrets
 
 def test_guessing_paths_finds_neither_hidden_tests_nor_solution(target):
