@@ -516,7 +516,7 @@ def test_tensors_naming_one_extent_cannot_multiply_the_trusted_sides_memory(targ
     assert_contained(g, target)
 
 
-@pytest.mark.parametrize("name", ["empty_tensor_huge_shape", "deep_grad_chain"])
+@pytest.mark.parametrize("name", ["empty_tensor_huge_shape", "deep_grad_chain", "result_without_arguments"])
 def test_a_result_that_fails_to_decode_is_the_students_error(target, name):
     g = graded(target, name)
     assert g.report.status == "graded" and g.report.warnings == [], g.report.render()
