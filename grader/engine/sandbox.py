@@ -303,7 +303,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
     status = reply.get("status") if isinstance(reply.get("status"), dict) else {}
     kept = reply.get("output_len", 0)
     kept = min(kept, len(raw), limits.output_bytes) if isinstance(kept, int) and kept > 0 else 0
-    output, raw = raw[:kept], raw[kept:]
+    output, raw = raw[:kept], memoryview(raw)[kept:]  # a view: the result is not copied
     out = CallOutcome("ok", output=output.decode("utf-8", "replace"),
                       output_bytes=int(reply.get("output_bytes", 0) or 0),
                       wall_ms=float(reply.get("wall_ms", 0) or 0))
@@ -315,7 +315,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         out.kind = "timeout"
         out.detail = f"time limit exceeded ({limits.timeout:g} s per call)"
         return out
-    if raw:
+    if len(raw):
         try:
             header, blob = wire.unpack(raw, max_header=4 << 20, max_blob=limits.result_bytes)
             if header.get("ok") is True:

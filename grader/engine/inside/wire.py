@@ -311,19 +311,20 @@ class Closed(WireError):
     pass
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks, got = [], 0
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
+    # Into one buffer, in place: chunks joined at the end would hold the data twice.
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
     while got < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise FrameTimeout("no answer in time")
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
+        read = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not read:
             raise Closed("the other side closed the channel")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += read
+    return buf
 
 
 def _lengths(prefix, max_header: int, max_blob: int) -> tuple[int, int]:
@@ -344,7 +345,7 @@ def _header(raw) -> dict:
 
 
 def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
-               deadline: float | None = None) -> tuple[dict, bytes]:
+               deadline: float | None = None) -> tuple[dict, bytearray]:
     head_len, blob_len = _lengths(_read_exact(fd, _PREFIX.size, deadline), max_header, max_blob)
     header = _header(_read_exact(fd, head_len, deadline))
     return header, _read_exact(fd, blob_len, deadline)
@@ -394,10 +395,12 @@ def wipe(*buffers: bytearray) -> None:
 
 
 def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]:
-    """Parse one frame from bytes already read (the zygote's result pipe)."""
+    """Parse one frame from bytes already read (the zygote's result pipe). The blob
+    returned is a view of ``data``, not a copy."""
     if len(data) < _PREFIX.size:
         raise WireError("truncated frame")
     head_len, blob_len = _lengths(data, max_header, max_blob)
     if len(data) != _PREFIX.size + head_len + blob_len:
         raise WireError("frame length does not match its contents")
-    return _header(data[_PREFIX.size:_PREFIX.size + head_len]), data[_PREFIX.size + head_len:]
+    view = memoryview(data)
+    return _header(bytes(view[_PREFIX.size:_PREFIX.size + head_len])), view[_PREFIX.size + head_len:]
