@@ -52,9 +52,11 @@ def test_honest_code_is_not_flagged(source):
     assert blocked.find_uses(source, JACOBIAN) == []
 
 
-def test_aliases_of_a_function_are_the_modules_holding_the_same_object():
+def test_aliases_of_a_function_are_the_modules_holding_the_same_object_and_its_operator():
     names = blocked.aliases("torch.nn.functional.softplus")
-    assert {"torch.nn.functional.softplus", "torch._C._nn.softplus"} <= set(names)
+    assert {"torch.nn.functional.softplus", "torch._C._nn.softplus", "torch.ops.aten.softplus"} <= set(names)
+    (use,) = blocked.find_uses("import torch\ny = torch.ops.aten.softplus.default(x)", ("torch.nn.functional.softplus",))
+    assert use.used == "torch.ops.aten.softplus.default"
     assert all(canonical == "torch.nn.functional.softplus" for canonical in names.values())
 
 
@@ -76,11 +78,14 @@ UNDO = [
     "from torch.func import jacrev",
     "torch.autograd.functional.jacobian(torch.sin, torch.ones(2))",
     "torch.vmap(torch.sin)(torch.ones(2))",
+    "torch.nn.Softplus()(torch.ones(2))",
+    "torch.ops.aten.softplus(torch.ones(2), 1, 20)",
 ]
 
 
 def test_the_sandbox_block_is_not_undone_by_reloading_or_the_implementation_module(tmp_path):
-    (tmp_path / "grader_names.py").write_text(f"NAMES = {list(blocked.expanded(JACOBIAN))!r}\n")
+    names = blocked.expanded(JACOBIAN + ("torch.nn.functional.softplus",))
+    (tmp_path / "grader_names.py").write_text(f"NAMES = {list(names)!r}\n")
     script = INSIDE + f"""
 for undo in {UNDO!r}:
     try:

@@ -92,9 +92,21 @@ def aliases(path: str) -> dict[str, str]:
     elif target is not None and callable(target):
         objects[id(target)] = path
     names = _holders(objects) if objects else {}
+    if isinstance(target, types.BuiltinFunctionType) and _is_aten_op(target.__name__):
+        # A binding of torch's C library: the operator it calls is the same thing again.
+        names[f"torch.ops.aten.{target.__name__}"] = path
     names[path] = path
     names.update({former: path for former in _FORMER_NAMES.get(path, ())})
     return names
+
+
+def _is_aten_op(name: str) -> bool:
+    import torch
+
+    try:
+        return isinstance(getattr(torch.ops.aten, name), torch._ops.OpOverloadPacket)
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def expanded(block: tuple[str, ...]) -> tuple[str, ...]:

@@ -50,6 +50,15 @@ class _RefuseImport(importlib.abc.MetaPathFinder):
         return None
 
 
+def _attribute_path(dotted: str):
+    """What a dotted name reaches through attributes of a loaded module (torch.ops.aten)."""
+    top, *rest = dotted.split(".")
+    value = sys.modules.get(top)
+    for part in rest:
+        value = getattr(value, part, None) if value is not None else None
+    return value
+
+
 def block(paths: list[str]) -> None:
     """Make each dotted path unavailable to the code imported after this."""
     packages: dict[str, str] = {}
@@ -73,7 +82,7 @@ def block(paths: list[str]) -> None:
             packages[path] = path
         elif module_name:
             # Only modules already loaded: the others are refused if anything imports them.
-            holder = sys.modules.get(module_name)
+            holder = sys.modules.get(module_name) or _attribute_path(module_name)
             if holder is None or isinstance(holder, _Blocked):
                 holders.setdefault(module_name, path)
                 continue
