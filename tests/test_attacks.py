@@ -281,6 +281,17 @@ def test_terminal_escapes_and_bidi_overrides_are_shown_escaped(target):
     assert_contained(g, target)
 
 
+@pytest.mark.parametrize("options", [[], ["--json"], ["--lang", "ko"]])
+def test_grader_grade_prints_no_terminal_escapes(options):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    result = CliRunner().invoke(main, ["grade", str(TARGET), str(ATTACKS / "terminal_escapes.py"), *options])
+    assert result.exit_code == 1, result.output
+    assert "pwned" in result.output and UNSAFE.findall(result.output) == [], UNSAFE.findall(result.output)
+
+
 def test_a_blocked_api_imported_from_where_it_is_defined_is_refused_by_name(jacobian_exercise):
     g = graded(jacobian_exercise, "jacrev_from_its_module")
     report = g.report
