@@ -77,6 +77,8 @@ def test_decoded_tensors_are_plain_tensors_whatever_was_sent():
     ({"tensor": {"dtype": "float32", "shape": [-1], "offset": 0, "nbytes": 0}}, b"", "shape"),
     ({"tensor": {"dtype": "float32", "shape": [1 << 20, 1 << 20], "offset": 0, "nbytes": 0}}, b"", "too large"),
     ({"pickle": "cos\nsystem\n"}, b"", "unknown value tag"),
+    ({"list": [1 << 63]}, b"", "too large"),
+    ({"dict": [[-(1 << 64), 1]]}, b"", "malformed"),
     ({"list": [1], "tuple": [2]}, b"", "malformed"),
     ([1, 2, 3], b"", "malformed"),
 ])

@@ -245,6 +245,8 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
     def walk(node: Any, depth: int) -> Any:
         if node is None or type(node) in (bool, int, float):
             visit(depth)
+            if type(node) is int and not -_INT64_MAX - 1 <= node <= _INT64_MAX:
+                raise WireError("integer is too large")
             return node
         if type(node) is str:
             visit(depth)
@@ -265,7 +267,9 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
         if tag == "dict" and type(body) is list:
             out = {}
             for item in body:
-                if type(item) is not list or len(item) != 2 or type(item[0]) not in (str, int):
+                if type(item) is not list or len(item) != 2 or type(item[0]) not in (str, int) \
+                        or (type(item[0]) is int and not -_INT64_MAX - 1 <= item[0] <= _INT64_MAX) \
+                        or (type(item[0]) is str and len(item[0]) > MAX_STRING):
                     raise WireError("malformed dictionary")
                 out[item[0]] = walk(item[1], depth + 1)
             return out
