@@ -39,7 +39,7 @@ from grader.engine.inside.wire import StudentException, TensorState
 
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
-    "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState",
+    "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
 ]
 
 
@@ -112,6 +112,8 @@ class StudentError(Feedback):
         "too_large": ("Your code returned too much data", "반환한 데이터가 너무 큽니다"),
         "unencodable": ("Your code returned a value that cannot be graded",
                         "채점할 수 없는 값을 반환했습니다"),
+        "malformed": ("Your code sent back data the grader cannot read",
+                      "코드가 채점기가 읽을 수 없는 데이터를 돌려보냈습니다"),
         "sandbox": ("The grader could not run your code", "채점기가 코드를 실행하지 못했습니다"),
         "refused": ("Your submission could not be run", "제출한 코드를 실행할 수 없습니다"),
     }
@@ -135,9 +137,8 @@ class StudentError(Feedback):
         if self.exception is not None:
             # The class name is the student's to choose, so only well-known ones are shown.
             name = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
+            # No line number: a submission can raise at a line chosen from the hidden input.
             line = f": {name}"
-            if self.exception.traceback:
-                line += f" at line {self.exception.traceback[-1][0]} of submission.py"
         elif self.kind in ("timeout", "memory", "too_large", "refused"):
             line = f": {self.detail}"
         return f"{en} in {self.function}(){line}"
@@ -158,6 +159,13 @@ class Student:
 
     def __init__(self, channel):
         self._channel = channel
+
+    @property
+    def device(self) -> str:
+        """Where the submission runs ("cpu" or "cuda"), as the grader decided it. Set a
+        tolerance from this, never from a device the sandbox reports: that is the
+        submission's to forge."""
+        return self._channel.device
 
     def call(self, function: str, *args, **kwargs) -> Call:
         return self._run("submission", function, args, kwargs)
@@ -246,6 +254,39 @@ def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) 
         except (RuntimeError, TypeError, ValueError):
             continue
     return None
+
+
+def gradcheck_from_values(plus: Iterable, minus: Iterable, rows: Iterable, *, eps: float,
+                          atol: float = 1e-5, rtol: float = 1e-3) -> str | None:
+    """What ``torch.autograd.gradcheck`` decides, decided here from data the sandbox returned
+    (a gradcheck run in the sandbox is a verdict the submission can forge).
+
+    ``plus[j]`` and ``minus[j]`` are the function's outputs at ``x ± eps`` in input element j;
+    ``rows[i]`` is the gradient for x when the upstream gradient is 1 in output element i and
+    0 elsewhere (row i of the Jacobian, from backward). The central differences of the
+    outputs must match the rows within gradcheck's own tolerances. Returns why not, or None.
+    """
+    def data(values, what):
+        out = []
+        for v in values:
+            t = _as_tensor(v)
+            if t is None or t.dtype != torch.float64:
+                raise Feedback(f"{what} should be float64 tensors; got {describe(v)}")
+            out.append(t.reshape(-1))
+        return out
+
+    plus, minus, rows = data(plus, "the outputs"), data(minus, "the outputs"), data(rows, "the gradients")
+    if not plus or len(plus) != len(minus) or not rows or any(t.shape != plus[0].shape for t in plus + minus) \
+            or any(r.shape[0] != len(plus) for r in rows) or len(rows) != plus[0].shape[0]:
+        return "the outputs and gradients do not have the shapes of a Jacobian"
+    numerical = torch.stack([(p - m) / (2 * eps) for p, m in zip(plus, minus)], dim=1)  # outputs x inputs
+    analytical = torch.stack(rows)
+    close = (analytical - numerical).abs() <= atol + rtol * numerical.abs()
+    if bool(close.all()):
+        return None
+    i, j = (int(k) for k in (~close).nonzero()[0])
+    return (f"Jacobian mismatch for output {i} with respect to input {j}: numerical "
+            f"{numerical[i, j].item():.6g}, analytical {analytical[i, j].item():.6g}")
 
 
 @contextmanager

@@ -71,6 +71,14 @@ def _fresh_sandbox_per_module():
     grading.shutdown()
 
 
+@pytest.fixture(scope="session")
+def jacobian_exercise():
+    """An exercise that blocks APIs: torch.func and torch.autograd.functional.jacobian."""
+    from grader import catalog
+
+    return catalog.load(TESTS.parent / "exercises" / "jacobian")
+
+
 def graded(target, name: str) -> Graded:
     """tests/attacks/<name>.py, graded once per test run: tests of one attack share it."""
     if name not in _graded:
@@ -260,6 +268,69 @@ def test_values_that_claim_to_equal_anything_earn_nothing(target, name):
     assert_contained(g, target)
 
 
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_terminal_escapes_and_bidi_overrides_are_shown_escaped(target):
+    g = graded(target, "terminal_escapes")
+    for shown in (g.report.render(), g.report.to_json(), g.report.render("ko")):
+        assert UNSAFE.findall(shown) == [], UNSAFE.findall(shown)
+    assert "\\x1b[2J\\x1b[H" in g.report.output and "\\u202e2/0\\u202c" in g.report.output
+    assert "\\x9b2J" in g.report.output and "\\x0dhere" in g.report.output
+    assert "\\x1b]0;pwned" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("options", [[], ["--json"], ["--lang", "ko"]])
+def test_grader_grade_prints_no_terminal_escapes(options):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    result = CliRunner().invoke(main, ["grade", str(TARGET), str(ATTACKS / "terminal_escapes.py"), *options])
+    assert result.exit_code == 1, result.output
+    assert "pwned" in result.output and UNSAFE.findall(result.output) == [], UNSAFE.findall(result.output)
+
+
+def test_a_blocked_api_imported_from_where_it_is_defined_is_refused_by_name(jacobian_exercise):
+    g = graded(jacobian_exercise, "jacrev_from_its_module")
+    report = g.report
+    assert (report.status, report.score) == ("submission_error", 0), report.render()
+    assert "line 3 of submission.py uses torch._functorch.eager_transforms.jacrev, which is " \
+        "torch.func.jacrev" in report.message, report.message
+    assert all("switched off" in (t.hint or "") for t in report.tests), report.render()
+    assert g.stray == []
+
+
+def test_reloading_a_blocked_module_does_not_bring_it_back(jacobian_exercise):
+    g = graded(jacobian_exercise, "reload_blocked_module")
+    report = g.report
+    assert report.status == "graded" and report.score == 0, report.render()
+    assert "is not available in this exercise" in message(report, visible=True), report.render()
+    assert g.stray == []
+
+
+def test_a_forged_gradcheck_does_not_pass_the_gradcheck_test():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("custom-function"), "forged_gradcheck")
+    results = {t.id.rsplit("::", 1)[-1]: t.passed for t in g.report.tests}
+    assert results.pop("test_gradcheck_float64") is False, g.report.render()
+    assert all(results.values()), g.report.render()  # float32 is right: only gradcheck sees the error
+    assert g.stray == []
+
+
+def test_a_forged_device_and_autocast_flags_earn_nothing():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("grad-scaler"), "forged_device")
+    amp = [t for t in g.report.tests if "test_amp_step" in t.id]
+    assert len(amp) == 2 and not any(t.passed for t in amp), g.report.render()
+    assert "float32 forward pass" in next(t.message for t in amp if t.visible)
+    assert all("autocast" in (t.hint or "") for t in amp), g.report.render()
+    assert g.stray == []
+
+
 # ------------------------------------------------------------------ secrets
 
 def test_guessing_paths_finds_neither_hidden_tests_nor_solution(target):
@@ -300,6 +371,16 @@ def test_carrying_hidden_inputs_in_tmp_earns_nothing_more(target):
 def test_hidden_inputs_cannot_leak_through_an_exception_class_name(target):
     g = graded(target, "exception_name_leak")
     assert leaks(g.report, g.source) == []
+
+
+def test_hidden_inputs_cannot_leak_through_line_numbers_or_durations(target):
+    g = graded(target, "line_from_hidden_input")
+    hidden = message(g.report, visible=False)
+    assert "ValueError" in hidden and "line" not in hidden, hidden
+    assert "line 20" in message(g.report, visible=True)  # x[0] = 1: the student's own input, shown
+    assert all(t.duration_ms % 100 == 0 for t in g.report.tests), [t.duration_ms for t in g.report.tests]
+    assert g.report.duration_ms % 100 == 0
+    assert_contained(g, target)
 
 
 def test_made_up_exception_classes_earn_nothing(target):
@@ -421,6 +502,39 @@ def test_forged_result_frame_is_blamed_on_the_student(target):
     g = graded(target, "deep_json_frame")
     assert g.report.warnings == []
     assert "not a result" in message(g.report, visible=True)
+
+
+# ------------------------------------------------------------------ decoding
+
+def _memory(field: str) -> int:
+    """VmRSS or VmHWM (the peak since the last reset) of this, the trusted, process."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) << 10
+    raise LookupError(field)
+
+
+def test_tensors_naming_one_extent_cannot_multiply_the_trusted_sides_memory(target):
+    grading.sandbox_for(False).start()
+    before = _memory("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
+    g = grade_attack(target, "shared_extent")
+    grew = _memory("VmHWM") - before
+    print(f"\nshared_extent: peak RSS of the trusted process {before >> 20} MiB -> "
+          f"{(before + grew) >> 20} MiB (+{grew >> 20} MiB for a 20 MiB blob named 48 times)")
+    assert grew < 160 << 20, f"the trusted process grew by {grew >> 20} MiB"
+    assert "not a result" in message(g.report, visible=True) and "overlap" in message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+@pytest.mark.parametrize("name", ["empty_tensor_huge_shape", "deep_grad_chain", "result_without_arguments"])
+def test_a_result_that_fails_to_decode_is_the_students_error(target, name):
+    g = graded(target, name)
+    assert g.report.status == "graded" and g.report.warnings == [], g.report.render()
+    shown = message(g.report, visible=True)
+    assert "sent back data the grader cannot read" in shown and "not a result" in shown, shown
+    assert all("exercise's test" not in (t.message or "") for t in g.report.tests), g.report.render()
+    assert_contained(g, target)
 
 
 # ------------------------------------------------------------------ processes

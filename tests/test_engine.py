@@ -50,8 +50,9 @@ def test_student_exceptions_show_the_students_traceback_only_in_visible_tests():
     assert "ValueError: secret" in visible.message
     assert "grader" not in visible.message and "site-packages" not in visible.message
     for test in hidden:
-        # The message could echo hidden inputs, so hidden tests show only its type and line.
-        assert "secret" not in test.message and "ValueError at line 2" in test.message
+        # The message and the line could carry hidden inputs, so hidden tests show only its type.
+        assert "secret" not in test.message and "line" not in test.message
+        assert test.message.endswith("grad_2xtx(): ValueError")
 
 
 def test_printed_output_is_reported_only_from_visible_tests():

@@ -250,6 +250,24 @@ def test_a_graded_submission_shows_each_test_its_hint_and_the_score(ada, databas
     assert "힌트" in page and "실패" in page
 
 
+def test_control_and_bidi_characters_from_a_submission_are_shown_escaped(ada, database_url):
+    # A right-to-left override in the code (it reads differently from what runs), and
+    # escapes in what it prints; the report is stored raw, as a report from before the
+    # engine escaped its strings would be.
+    source = GOOD.replace("    y = 2 * torch.dot(x, x)", "    # \u202eevil\u202c\n"
+                          "    print('\\x1b[2J\\u2066forged\\u2069')\n    y = 2 * torch.dot(x, x)")
+    assert "evil" in source
+    location = submit(ada, source).location
+    store_grade(database_url, location.rsplit("/", 1)[1], source)
+    with db.transaction(database_url) as session:
+        row = session.get(Submission, location.rsplit("/", 1)[1])
+        row.report = {**row.report, "output": "\x1b[31mred\u202e", "message": "\x1b]0;title\x07"}
+    page = ada.get(location).get_data(as_text=True)
+    for raw in ("\x1b", "\u202e", "\u202c", "\u2066", "\x07"):
+        assert raw not in page, repr(raw)
+    assert "\\u202eevil\\u202c" in page and "\\x1b[31mred\\u202e" in page
+
+
 def test_a_submission_that_could_not_be_graded_is_not_shown_as_a_score(ada, database_url):
     location = submit(ada).location
     with db.transaction(database_url) as session:

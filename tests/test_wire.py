@@ -73,10 +73,12 @@ def test_decoded_tensors_are_plain_tensors_whatever_was_sent():
 @pytest.mark.parametrize("tree, blob, words", [
     ({"tensor": {"dtype": "object", "shape": [1], "offset": 0, "nbytes": 8}}, b"\0" * 8, "dtype"),
     ({"tensor": {"dtype": "float32", "shape": [3], "offset": 0, "nbytes": 8}}, b"\0" * 8, "match"),
-    ({"tensor": {"dtype": "float32", "shape": [2], "offset": 4, "nbytes": 8}}, b"\0" * 8, "match"),
+    ({"tensor": {"dtype": "float32", "shape": [2], "offset": 4, "nbytes": 8}}, b"\0" * 8, "outside"),
     ({"tensor": {"dtype": "float32", "shape": [-1], "offset": 0, "nbytes": 0}}, b"", "shape"),
     ({"tensor": {"dtype": "float32", "shape": [1 << 20, 1 << 20], "offset": 0, "nbytes": 0}}, b"", "too large"),
     ({"pickle": "cos\nsystem\n"}, b"", "unknown value tag"),
+    ({"list": [1 << 63]}, b"", "too large"),
+    ({"dict": [[-(1 << 64), 1]]}, b"", "malformed"),
     ({"list": [1], "tuple": [2]}, b"", "malformed"),
     ([1, 2, 3], b"", "malformed"),
 ])
@@ -110,3 +112,110 @@ def test_a_silent_peer_times_out():
         wire.read_frame(r, deadline=time.monotonic() + 0.2)
     os.close(r)
     os.close(w)
+
+
+# ------------------------------------------------------------------ bounded by construction
+
+def tensor_node(offset, nbytes, shape=None, grad=None):
+    shape = [nbytes // 4] if shape is None else shape
+    return {"tensor": {"dtype": "float32", "shape": shape, "offset": offset, "nbytes": nbytes, "grad": grad}}
+
+
+def test_tensors_naming_the_same_bytes_are_refused():
+    # Each entry would be copied: 48 over one extent made the trusted side hold 48 times the blob.
+    blob = bytes(1 << 20)
+    tree = {"list": [tensor_node(0, len(blob)) for _ in range(48)]}
+    with pytest.raises(wire.WireError, match="overlap"):
+        wire.decode(tree, blob)
+
+
+@pytest.mark.parametrize("extents", [[(0, 8), (4, 8)], [(8, 8), (0, 8)], [(0, 16), (0, 0), (0, 4)]])
+def test_extents_out_of_order_or_overlapping_are_refused(extents):
+    tree = {"list": [tensor_node(o, n) for o, n in extents]}
+    with pytest.raises(wire.WireError, match="overlap"):
+        wire.decode(tree, bytes(16))
+
+
+def test_what_decoding_copies_adds_up_to_at_most_the_blob():
+    x = torch.ones(4, requires_grad=True)
+    (3 * x).sum().backward()
+    tree, blob = wire.encode({"a": [x, torch.arange(5.0)], "b": (x.detach() * 2,)})
+    back = wire.decode(tree, blob)
+    copied = back["a"][0].data.nbytes + back["a"][0].grad.data.nbytes + back["a"][1].data.nbytes \
+        + back["b"][0].data.nbytes
+    assert copied == len(blob)
+
+
+@pytest.mark.parametrize("shape", [[0, 10 ** 30], [0, 1 << 63], [0, 1 << 62, 4]])
+def test_empty_tensors_whose_shape_does_not_fit_int64_are_refused(shape):
+    with pytest.raises(wire.WireError, match="64 bits"):
+        wire.decode(tensor_node(0, 0, shape=shape), b"")
+
+
+@pytest.mark.parametrize("depth", [30, 900, 10_000])
+def test_a_grad_chain_counts_as_depth(depth):
+    node = None
+    for _ in range(depth):
+        node = {"dtype": "float32", "shape": [0], "offset": 0, "nbytes": 0, "grad": node}
+    with pytest.raises(wire.WireError, match="deeply"):
+        wire.decode({"tensor": node}, b"")
+
+
+def test_gradients_count_against_the_node_limit(monkeypatch):
+    monkeypatch.setattr(wire, "MAX_NODES", 10)
+    node = {"dtype": "float32", "shape": [0], "offset": 0, "nbytes": 0,
+            "grad": {"dtype": "float32", "shape": [0], "offset": 0, "nbytes": 0}}
+    with pytest.raises(wire.WireError, match="too many parts"):
+        wire.decode({"list": [{"tensor": node}] * 6}, b"")
+
+
+def test_a_grad_chain_is_refused_when_encoding_too():
+    x = torch.zeros(1, requires_grad=True)
+    for _ in range(40):
+        g = torch.zeros(1, requires_grad=True)
+        g.grad, x = x, g
+    with pytest.raises(wire.WireError, match="deeply"):
+        wire.encode(x)
+
+
+def _mutations(rng):
+    """Values of every kind a hostile encoder might put anywhere."""
+    return [None, True, -1, 0, 1 << 70, -(1 << 70), 2.5, float("nan"), "", "float64", "x" * 50, [], [1, -2],
+            [0, 10 ** 30], {}, {"tensor": 1}, {"list": 1}, {"dict": [[1]]}, {"float": []}, {"float": "inf"},
+            {"a": 1, "b": 2}, [[[]]], {"dtype": ["float32"]}, rng.randbytes(3).decode("latin-1")]
+
+
+def test_any_mutation_of_a_valid_value_decodes_or_raises_wire_error():
+    import random
+
+    rng = random.Random(7)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    tree, blob = wire.encode({"v": [x, (torch.ones(2, 3, dtype=torch.float64), 3, "s")], "n": None})
+
+    def paths(node, at=()):
+        yield at
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from paths(v, at + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from paths(v, at + (i,))
+
+    import copy
+    spots = list(paths(tree))[1:]
+    for _ in range(3000):
+        mutated = copy.deepcopy(tree)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.choice(spots)
+            parent = mutated
+            try:
+                for key in at[:-1]:
+                    parent = parent[key]
+                parent[at[-1]] = copy.deepcopy(rng.choice(_mutations(rng)))
+            except (KeyError, IndexError, TypeError):
+                continue
+        try:
+            wire.decode(mutated, blob[: rng.choice([len(blob), 8, 0])])
+        except wire.WireError:
+            pass

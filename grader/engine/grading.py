@@ -15,8 +15,9 @@ from typing import Callable
 
 from grader import source as source_rules
 from grader.catalog.bundle import Bundle, find
+from grader.engine import blocked
 from grader.engine.harness import run_suite
-from grader.engine.report import Report
+from grader.engine.report import Report, coarse_ms
 from grader.engine.sandbox import CallOutcome, Limits, Sandbox
 from grader.settings import settings as load_settings
 
@@ -95,7 +96,7 @@ class _Channel:
         if left < limits.timeout:
             limits = Limits(**{**limits.__dict__, "timeout": left})
         outcome = self.sandbox.call(self.files, function, args, kwargs, module=module, limits=limits,
-                                    device=self.device, block=self.exercise.block)
+                                    device=self.device, block=blocked.expanded(self.exercise.block))
         if outcome.error is not None:
             # Lines the submission does not have are made up (compile() with a false name).
             lines = self.files["submission.py"].count("\n") + 1
@@ -130,18 +131,23 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
                                "(GRADER_UNSAFE_NO_SANDBOX is set); never use this report for grading")
 
     problem = _check_source(source)
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    if problem is None and ex.block:
+        # The sandbox blocks these too, but inside the submission's own process.
+        uses = blocked.find_uses(text, ex.block)
+        if uses:
+            problem = "submission_error", uses[0].message()
     refuse = None
     if problem:
         report.status, report.message = problem
         refuse = report.message
-    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
 
     device = device_for(ex)
     if device == "missing":
         report.status = "sandbox_error"
         report.message = "this exercise needs a GPU and this worker has none"
-        report.duration_ms = round((time.monotonic() - started) * 1000, 2)
-        return report
+        report.duration_ms = coarse_ms(time.monotonic() - started)
+        return report.escaped()
     report.device = device
 
     files = {"submission.py": text}
@@ -176,8 +182,8 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
             report.status = channel.limit
             report.message = ("a call ran out of time" if channel.limit == "time_limit"
                               else "a call ran out of memory")
-    report.duration_ms = round((time.monotonic() - started) * 1000, 2)
-    return report
+    report.duration_ms = coarse_ms(time.monotonic() - started)
+    return report.escaped()
 
 
 def _check_source(source: str | bytes) -> tuple[str, str] | None:

@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from grader.catalog.bundle import Bundle
-from grader.engine.report import TestResult
+from grader.engine.report import TestResult, coarse_ms
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class _Collector:
         result = TestResult(
             id=item.nodeid, name=doc.splitlines()[0] if doc else item.name, visible=visible,
             passed=passed, points=max_points if passed else 0.0, max_points=max_points,
-            duration_ms=round(sum(rep.duration for rep, _ in phases.values()) * 1000, 2))
+            duration_ms=coarse_ms(sum(rep.duration for rep, _ in phases.values())))
         if passed:
             return result
         excinfo = next((exc for rep, exc in phases.values() if rep.failed and exc is not None), None)

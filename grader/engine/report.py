@@ -6,6 +6,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from grader.escapes import shown
+
+
 class ReportStatus(StrEnum):
     """Why a submission was not simply graded. "graded" means every test ran."""
 
@@ -21,6 +24,12 @@ class ReportStatus(StrEnum):
 # The grader's own failures: retried, never a score. Every other status is the student's.
 INFRASTRUCTURE = (ReportStatus.SANDBOX_ERROR, ReportStatus.INTERNAL_ERROR)
 COUNTED = tuple(status for status in ReportStatus if status not in INFRASTRUCTURE)
+
+
+def coarse_ms(seconds: float) -> float:
+    """A duration to a tenth of a second: finer, a hidden test's time is a channel for
+    its inputs (a submission can sleep for as long as a hidden value says)."""
+    return round(seconds * 10) * 100.0
 
 
 @dataclass
@@ -52,6 +61,16 @@ class Report:
     sandbox: str = "bubblewrap"      # "none" in the unsafe development mode
     device: str = "cpu"
     warnings: list[str] = field(default_factory=list)
+
+    def escaped(self) -> "Report":
+        """Every string of the report with control and bidi characters escaped (see
+        grader.escapes): messages and output carry what the submission chose to print."""
+        for test in self.tests:
+            test.name, test.message, test.hint = shown(test.name), shown(test.message), shown(test.hint)
+            test.i18n = {lang: {k: shown(v) for k, v in texts.items()} for lang, texts in test.i18n.items()}
+        self.output, self.message = shown(self.output), shown(self.message)
+        self.warnings = [shown(w) for w in self.warnings]
+        return self
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -60,7 +60,9 @@ class CallOutcome:
     """What one call into the sandbox came to.
 
     kind is "ok", "exception", "timeout", "memory", "exit", "crash",
-    "too_large", "unencodable" or "sandbox" (the sandbox itself failed).
+    "too_large", "unencodable", "malformed" (the reply failed to decode: the
+    student's doing, as only their code can write it) or "sandbox" (the sandbox
+    itself failed).
     """
 
     kind: str
@@ -283,7 +285,12 @@ class Sandbox:
             raise
         except (OSError, wire.WireError) as exc:
             return CallOutcome("sandbox", detail=f"the sandbox failed during the call ({exc})")
-        return _outcome(reply, raw, limits)
+        out = _outcome(reply, raw, limits)
+        if out.kind == "ok" and not _same_arguments(out, args, kwargs):
+            # Only a reply written past the sandbox's encoder can differ: tests index into these.
+            out.kind, out.value = "malformed", None
+            out.detail = "your code sent back something that is not a result (not the arguments it was given)"
+        return out
 
 
 def _die_with_parent() -> None:
@@ -296,7 +303,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
     status = reply.get("status") if isinstance(reply.get("status"), dict) else {}
     kept = reply.get("output_len", 0)
     kept = min(kept, len(raw), limits.output_bytes) if isinstance(kept, int) and kept > 0 else 0
-    output, raw = raw[:kept], raw[kept:]
+    output, raw = raw[:kept], memoryview(raw)[kept:]  # a view: the result is not copied
     out = CallOutcome("ok", output=output.decode("utf-8", "replace"),
                       output_bytes=int(reply.get("output_bytes", 0) or 0),
                       wall_ms=float(reply.get("wall_ms", 0) or 0))
@@ -308,7 +315,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         out.kind = "timeout"
         out.detail = f"time limit exceeded ({limits.timeout:g} s per call)"
         return out
-    if raw:
+    if len(raw):
         try:
             header, blob = wire.unpack(raw, max_header=4 << 20, max_blob=limits.result_bytes)
             if header.get("ok") is True:
@@ -330,9 +337,10 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
             elif out.kind == "unencodable":
                 out.detail = out.error.message
             return out
-        except wire.WireError as exc:
-            out.kind = "crash"
-            out.detail = f"your code sent back something that is not a result ({exc})"
+        except Exception as exc:  # noqa: BLE001 - whatever fails to decode is the student's doing
+            out.kind = "malformed"
+            reason = exc if isinstance(exc, wire.WireError) else type(exc).__name__
+            out.detail = f"your code sent back something that is not a result ({reason})"
             return out
     sig, code = status.get("signal"), status.get("exit")
     if sig in (signal.SIGKILL, signal.SIGXCPU) and status.get("cpu_ms", 0) >= limits.timeout * 1000:
@@ -350,6 +358,18 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         why = reply.get("error") if isinstance(reply.get("error"), str) else "no status"
         out.kind, out.detail = "sandbox", f"the sandbox lost track of the call ({why[:200]})"
     return out
+
+
+def _same_arguments(out: CallOutcome, args: list, kwargs: dict) -> bool:
+    """The arguments came back as they were sent: as many, the same keys, tensors as tensors."""
+    import torch  # loaded already, by wire
+
+    def tensor(v):
+        return isinstance(v, (wire.TensorState, torch.Tensor))
+
+    return (len(out.args) == len(args) and set(out.kwargs) == set(kwargs)
+            and all(isinstance(b, wire.TensorState) for a, b in zip(args, out.args) if tensor(a))
+            and all(isinstance(out.kwargs[k], wire.TensorState) for k, a in kwargs.items() if tensor(a)))
 
 
 def _student_exception(error: dict) -> wire.StudentException:

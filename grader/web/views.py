@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from grader import db, submissions
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
+from grader.escapes import shown
 from grader.extensions import limiter
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.settings import MAX_SOURCE_BYTES
@@ -157,6 +158,11 @@ def my_submissions():
         best = best_scores(s, g.user.id)
         titles = {e.slug: e.title for e in s.scalars(select(Exercise))}
     return render_template("submissions.html", submissions=rows, best=best, titles=titles)
+
+
+# Reports stored before the engine escaped them, and the submitted source (bidi
+# overrides can make code read differently from what runs), show control characters escaped.
+bp.add_app_template_filter(shown, "shown")
 
 
 @bp.app_context_processor

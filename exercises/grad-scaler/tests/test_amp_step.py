@@ -48,7 +48,7 @@ def build_model(seed, sizes):
     return torch.nn.Sequential(*layers)
 
 
-def trusted_amp(spec, device, *, scaled=True, via_scaler=True, zero_grad=True):
+def trusted_amp(spec, device, *, scaled=True, via_scaler=True, zero_grad=True, autocast=True):
     """The steps run here on the CPU, with the lower-precision dtype the student's device used."""
     model = build_model(spec["seed"], spec["sizes"])
     params = list(model.parameters())
@@ -59,7 +59,7 @@ def trusted_amp(spec, device, *, scaled=True, via_scaler=True, zero_grad=True):
     for _ in range(spec["calls"]):
         if zero_grad:
             optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=dtype):
+        with torch.autocast("cpu", dtype=dtype, enabled=autocast):
             loss = torch.nn.MSELoss()(model(spec["x"]), spec["y"])
         scaled_loss = scaler.scale(loss)
         (scaled_loss if scaled else loss).backward()  # the unscaled variant backpropagates the plain loss
@@ -98,19 +98,32 @@ def loss_value(value):
                    f"amp_step은 손실을 float으로 반환해야 합니다 ({kind} 반환)")
 
 
+def expect_autocast_values(losses, with_autocast, without):
+    """Autocast, told from the values it produces: losses far closer to the float32 ones
+    than to the lower-precision ones mean the forward pass ran without it."""
+    to_low = (losses - with_autocast).abs().max().item()
+    to_full = (losses - without).abs().max().item()
+    expect_true(not to_full < to_low / 10, "the losses are those of a float32 forward pass: it did not run "
+                "under torch.autocast", hint=NO_AUTOCAST,
+                message_ko="손실이 float32 순전파의 값입니다. torch.autocast 안에서 실행되지 않았습니다")
+
+
 def check_amp(student, spec):
     with hints_for_errors({"No inf checks were recorded": DIRECT_STEP,
                            "_scale is None": NOT_SCALED,
                            "already been called since the last update()": NO_UPDATE}):
         result = student.probe("run_amp_step", spec).value
-    device = "cuda" if result["device"] == "cuda" else "cpu"
+    device = student.device  # the grader's, not what the probe reports: that could be forged
     rtol = 5e-3 if device == "cuda" else 1e-3
     records = result["records"]
+    # The flags are a fact only the sandbox sees: they catch an honest mistake, and the
+    # values below decide whether autocast ran.
     expect_true(len(result["autocast"]) == spec["calls"] and all(result["autocast"]),
                 "the model's forward pass did not run under torch.autocast", hint=NO_AUTOCAST,
                 message_ko="모델의 순전파가 torch.autocast 안에서 실행되지 않았습니다")
     losses = torch.tensor([loss_value(r["loss"]) for r in records], dtype=torch.float64)
     exp_losses, exp_scales, exp_params = trusted_amp(spec, device)
+    expect_autocast_values(losses, exp_losses, trusted_amp(spec, device, autocast=False)[0])
     unscaled = lambda: trusted_amp(spec, device, scaled=False)  # noqa: E731 - worked out only on failure
     direct = lambda: trusted_amp(spec, device, via_scaler=False)  # noqa: E731
     no_zero = lambda: trusted_amp(spec, device, zero_grad=False)  # noqa: E731

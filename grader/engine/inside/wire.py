@@ -95,7 +95,12 @@ def encode(value: Any) -> tuple[Any, bytes]:
     parts: list[bytes] = []
     offset = [0]
 
+    count = [0]
+
     def tensor(t: torch.Tensor, depth: int):
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_NODES:
+            raise WireError("value is nested too deeply or has too many parts (a .grad counts as one)")
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise WireError(f"a {type(t).__name__} (a torch.Tensor subclass) cannot be graded; "
                             "return a plain tensor")
@@ -130,8 +135,11 @@ def encode(value: Any) -> tuple[Any, bytes]:
         return {"tensor": node}
 
     def walk(v: Any, depth: int):
-        if depth > MAX_DEPTH:
-            raise WireError("value is nested too deeply")
+        if isinstance(v, torch.Tensor):
+            return tensor(v, depth)
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_NODES:
+            raise WireError("value is nested too deeply or has too many parts")
         if v is None or type(v) in (bool, str):
             return v
         if type(v) is int:
@@ -142,8 +150,6 @@ def encode(value: Any) -> tuple[Any, bytes]:
             if math.isfinite(v):
                 return v
             return {"float": repr(v)}  # inf, -inf, nan
-        if isinstance(v, torch.Tensor):
-            return tensor(v, depth)
         if type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "shape", None) == ():
             return walk(v.item(), depth)  # a NumPy scalar, e.g. from np.mean
         if type(v) is list:
@@ -168,77 +174,102 @@ def encode(value: Any) -> tuple[Any, bytes]:
 
 # ---------------------------------------------------------------- decoding
 
+_INT64_MAX = (1 << 63) - 1
+_ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
+
+
 def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
-    """Rebuild a value from (tree, blob) made by :func:`encode`, validating everything."""
+    """Rebuild a value from (tree, blob) made by :func:`encode`, validating everything.
+
+    Bounded by construction, whatever the other side sends: the tensors' extents of
+    the blob must be disjoint and in the order :func:`encode` writes them (a gradient's
+    before its tensor's), so all the bytes copied add up to at most ``len(blob)``; a
+    gradient is a node of the tree like any other, counted and at a depth; every shape
+    fits int64. Any malformed input raises :class:`WireError`, never anything else.
+    """
     count = [0]
+    cursor = [0]  # where the next extent may start
     view = memoryview(blob)
 
+    def visit(depth: int) -> None:
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_NODES:
+            raise WireError("value is nested too deeply or has too many parts")
+
     def tensor(node: Any, depth: int) -> TensorState:
+        visit(depth)
         if type(node) is not dict:
             raise WireError("malformed tensor")
-        dtype = DTYPES.get(node.get("dtype"))
-        shape = node.get("shape")
+        name, shape = node.get("dtype"), node.get("shape")
         offset, nbytes = node.get("offset"), node.get("nbytes")
+        dtype = DTYPES.get(name) if type(name) is str else None
         if dtype is None:
             raise WireError("unknown tensor dtype")
         if type(shape) is not list or len(shape) > 16 or any(type(n) is not int or n < 0 for n in shape):
             raise WireError("malformed tensor shape")
+        if math.prod(max(n, 1) for n in shape) > _INT64_MAX:
+            raise WireError("tensor shape does not fit in 64 bits")
         if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
             raise WireError("malformed tensor extent")
-        numel = math.prod(shape)
-        if numel > max_elements:
-            raise WireError("tensor is too large")
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if numel * itemsize != nbytes or offset + nbytes > len(blob):
-            raise WireError("tensor bytes do not match its shape")
-        raw = bytearray(view[offset:offset + nbytes])
-        if dtype == torch.bfloat16:
-            data = (torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
-                    if nbytes else torch.empty(0, dtype=dtype))
-        else:
-            data = torch.frombuffer(raw, dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
-        data = data.reshape(shape)
-        grad_node = node.get("grad")
-        grad_fn = node.get("grad_fn")
-        device = node.get("device", "cpu")
+        grad_fn, device = node.get("grad_fn"), node.get("device", "cpu")
         if grad_fn is not None and (type(grad_fn) is not str or len(grad_fn) > 200):
             raise WireError("malformed grad_fn")
         if type(device) is not str or len(device) > 32:
             raise WireError("malformed device")
+        grad_node = node.get("grad")
+        grad = tensor(grad_node, depth + 1) if grad_node is not None else None
+        numel = math.prod(shape)
+        if numel > max_elements:
+            raise WireError("tensor is too large")
+        if numel * _ITEMSIZE[dtype] != nbytes:
+            raise WireError("tensor bytes do not match its shape")
+        if offset < cursor[0] or offset + nbytes > len(blob):
+            raise WireError("tensor bytes overlap another tensor's or lie outside the data")
+        cursor[0] = offset + nbytes
+        if nbytes:
+            raw = bytearray(view[offset:offset + nbytes])
+            data = (torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+                    if dtype == torch.bfloat16 else torch.frombuffer(raw, dtype=dtype))
+        else:
+            data = torch.empty(0, dtype=dtype)
         return TensorState(
-            data=data,
+            data=data.reshape(shape),
             requires_grad=node.get("requires_grad") is True,
             is_leaf=node.get("is_leaf") is not False,
             retains_grad=node.get("retains_grad") is True,
             grad_fn=grad_fn,
-            grad=tensor(grad_node, depth + 1) if grad_node is not None else None,
+            grad=grad,
             device=device,
         )
 
     def walk(node: Any, depth: int) -> Any:
-        count[0] += 1
-        if depth > MAX_DEPTH or count[0] > MAX_NODES:
-            raise WireError("value is nested too deeply or has too many parts")
         if node is None or type(node) in (bool, int, float):
+            visit(depth)
+            if type(node) is int and not -_INT64_MAX - 1 <= node <= _INT64_MAX:
+                raise WireError("integer is too large")
             return node
         if type(node) is str:
+            visit(depth)
             if len(node) > MAX_STRING:
                 raise WireError("string is too long")
             return node
         if type(node) is not dict or len(node) != 1:
             raise WireError("malformed value")
         (tag, body), = node.items()
-        if tag == "float" and body in ("inf", "-inf", "nan"):
-            return float(body)
         if tag == "tensor":
             return tensor(body, depth)
+        visit(depth)
+        if tag == "float" and type(body) is str and body in ("inf", "-inf", "nan"):
+            return float(body)
         if tag in ("list", "tuple") and type(body) is list:
             items = [walk(x, depth + 1) for x in body]
             return items if tag == "list" else tuple(items)
         if tag == "dict" and type(body) is list:
             out = {}
             for item in body:
-                if type(item) is not list or len(item) != 2 or type(item[0]) not in (str, int):
+                if type(item) is not list or len(item) != 2 or type(item[0]) not in (str, int) \
+                        or (type(item[0]) is int and not -_INT64_MAX - 1 <= item[0] <= _INT64_MAX) \
+                        or (type(item[0]) is str and len(item[0]) > MAX_STRING):
                     raise WireError("malformed dictionary")
                 out[item[0]] = walk(item[1], depth + 1)
             return out
@@ -284,19 +315,20 @@ class Closed(WireError):
     pass
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks, got = [], 0
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
+    # Into one buffer, in place: chunks joined at the end would hold the data twice.
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
     while got < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise FrameTimeout("no answer in time")
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
+        read = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not read:
             raise Closed("the other side closed the channel")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += read
+    return buf
 
 
 def _lengths(prefix, max_header: int, max_blob: int) -> tuple[int, int]:
@@ -317,7 +349,7 @@ def _header(raw) -> dict:
 
 
 def read_frame(fd: int, *, max_header: int = 8 << 20, max_blob: int = 256 << 20,
-               deadline: float | None = None) -> tuple[dict, bytes]:
+               deadline: float | None = None) -> tuple[dict, bytearray]:
     head_len, blob_len = _lengths(_read_exact(fd, _PREFIX.size, deadline), max_header, max_blob)
     header = _header(_read_exact(fd, head_len, deadline))
     return header, _read_exact(fd, blob_len, deadline)
@@ -367,10 +399,12 @@ def wipe(*buffers: bytearray) -> None:
 
 
 def unpack(data: bytes, *, max_header: int, max_blob: int) -> tuple[dict, bytes]:
-    """Parse one frame from bytes already read (the zygote's result pipe)."""
+    """Parse one frame from bytes already read (the zygote's result pipe). The blob
+    returned is a view of ``data``, not a copy."""
     if len(data) < _PREFIX.size:
         raise WireError("truncated frame")
     head_len, blob_len = _lengths(data, max_header, max_blob)
     if len(data) != _PREFIX.size + head_len + blob_len:
         raise WireError("frame length does not match its contents")
-    return _header(data[_PREFIX.size:_PREFIX.size + head_len]), data[_PREFIX.size + head_len:]
+    view = memoryview(data)
+    return _header(bytes(view[_PREFIX.size:_PREFIX.size + head_len])), view[_PREFIX.size + head_len:]
