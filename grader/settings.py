@@ -38,9 +38,10 @@ class Settings:
     lti_score_policy: str  # what goes to the LMS gradebook: "best" or "latest"
     http_timeout_s: float  # each outgoing HTTP request (LMS services, webhooks)
     retry_base_s: float  # first back-off of score passback and webhook deliveries; doubles
-    # Webhooks may call private, loopback and link-local addresses (the service's own
-    # network): off, so an API client cannot make the workers probe it.
-    webhook_allow_private: bool
+    # Outgoing requests (webhooks, LMS services) may call private, loopback and link-local
+    # addresses (the service's own network): off, so an API client or a registered platform
+    # cannot make the workers probe it.
+    outbound_allow_private: bool
     bundle_cache: Path  # where a worker unpacks uploaded bundles
 
     @classmethod
@@ -63,7 +64,7 @@ class Settings:
             lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),
             http_timeout_s=float(os.environ.get("GRADER_HTTP_TIMEOUT_S", 10)),
             retry_base_s=float(os.environ.get("GRADER_RETRY_BASE_S", 30)),
-            webhook_allow_private=_flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),
+            outbound_allow_private=_flag("GRADER_OUTBOUND_ALLOW_PRIVATE") or _flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),
             bundle_cache=Path(os.environ.get("GRADER_BUNDLE_CACHE", Path.cwd() / "instance" / "bundles")),
         )
 
