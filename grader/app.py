@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from flask import Flask, request
@@ -31,6 +32,11 @@ def create_app(config: dict | None = None) -> Flask:
         # own limit is checked after decoding, with a better message.
         MAX_CONTENT_LENGTH=6 * MAX_SOURCE_BYTES + 64 * 1024,
         SUBMISSION_RATE_LIMIT=defaults.submission_rate_limit,
+        API_KEY_RATE_LIMIT=defaults.api_key_rate_limit,
+        API_NEW_USERS_PER_HOUR=defaults.api_new_users_per_hour,
+        LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,
+        LOGIN_ADDRESS_LIMIT=defaults.login_address_limit,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=defaults.session_hours),
         RATELIMIT_STORAGE_URI=defaults.redis_url,
         BABEL_TRANSLATION_DIRECTORIES=str(Path(__file__).parent / "translations"),
         SESSION_COOKIE_HTTPONLY=True,

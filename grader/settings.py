@@ -31,6 +31,13 @@ class Settings:
     gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
     secret_key: str | None  # signs the web sessions; None: one kept in ./instance/secret_key
     submission_rate_limit: str  # per user, Flask-Limiter's notation
+    api_key_rate_limit: str  # per API key, whatever the user: changing `user` does not reset it
+    api_new_users_per_hour: int  # users an API key may make in an hour
+    # Failed sign-ins (Flask-Limiter's notation), counted per account and per address; once
+    # over, even the right password waits.
+    login_account_limit: str
+    login_address_limit: str
+    session_hours: float  # a signed-in session ends this long after the sign-in
     # Served over HTTPS (behind a proxy, say): session cookies SameSite=None; Secure, as an
     # LMS iframe needs. Off for plain-HTTP development.
     cookie_secure: bool
@@ -59,6 +66,11 @@ class Settings:
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
             secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
             submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
+            api_key_rate_limit=os.environ.get("GRADER_API_KEY_RATE_LIMIT", "120 per minute"),
+            api_new_users_per_hour=int(os.environ.get("GRADER_API_NEW_USERS_PER_HOUR", 200)),
+            login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),
+            login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),
+            session_hours=float(os.environ.get("GRADER_SESSION_HOURS", 12)),
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),
             trusted_proxies=int(os.environ.get("GRADER_TRUSTED_PROXIES", 0)),
             lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),

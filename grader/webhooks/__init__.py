@@ -20,6 +20,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from grader.db import Base
 from grader.models import Submission, now
+from grader.submissions import shown_external_id
 
 DELIVER_TASK = "grader.webhooks.deliver"
 EVENT = "submission.completed"
@@ -111,7 +112,7 @@ def payload(row: Submission) -> bytes:
         "event": EVENT,
         "submission": {
             "id": row.id, "exercise": row.exercise_slug, "exercise_version": row.exercise_version,
-            "user": row.user.external_id, "status": row.status, "score": row.score,
+            "user": shown_external_id(row.user), "status": row.status, "score": row.score,
             "max_score": row.max_score, "failure_reason": row.failure_reason, "report": row.report,
             "finished_at": row.finished_at.isoformat() if row.finished_at else None,
         },
