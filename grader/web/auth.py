@@ -7,13 +7,15 @@ a CSRF token (Flask-WTF's CSRFProtect checks each POST).
 from __future__ import annotations
 
 import functools
+import math
+import time
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 
 from grader import db, users
-from grader.extensions import LANGUAGES
+from grader.extensions import LANGUAGES, limiter
 from grader.models import User
 from grader.web import bp
 
@@ -64,7 +66,31 @@ def _safe_next(target: str | None) -> str:
     return url_for("web.exercises")
 
 
+def _account_limit() -> str:
+    return current_app.config["LOGIN_ACCOUNT_LIMIT"]
+
+
+def _address_limit() -> str:
+    return current_app.config["LOGIN_ADDRESS_LIMIT"]
+
+
+def _account_key() -> str:
+    return "login-account:" + users.normalise_email(request.form.get("email", ""))[:320]
+
+
+def _address_key() -> str:
+    return "login-address:" + (request.remote_addr or "-")
+
+
+def _failed(response) -> bool:
+    return response.status_code == 401
+
+
 @bp.route("/login", methods=("GET", "POST"))
+# Failed attempts count, per account (against guessing one password) and per address
+# (against trying one password on many accounts); once over, the right password waits too.
+@limiter.limit(_account_limit, key_func=_account_key, methods=["POST"], deduct_when=_failed)
+@limiter.limit(_address_limit, key_func=_address_key, methods=["POST"], deduct_when=_failed)
 def login():
     error = None
     if request.method == "POST":
@@ -81,6 +107,18 @@ def login():
                 session["lang"] = lang
             return redirect(_safe_next(request.args.get("next")))
     return render_template("login.html", error=error), 401 if error else 200
+
+
+@bp.errorhandler(429)
+def _throttled(exc):
+    """A throttled sign-in is the sign-in page, saying so and for how long."""
+    if request.endpoint != "web.login":
+        return exc
+    limit = limiter.current_limit
+    wait = max(1, math.ceil(limit.reset_at - time.time())) if limit is not None else 60
+    error = _("Too many failed sign-ins for this account or from this address. Try again in "
+              "%(minutes)d minute(s).", minutes=math.ceil(wait / 60))
+    return render_template("login.html", error=error), 429, {"Retry-After": str(wait)}
 
 
 @bp.post("/logout")
