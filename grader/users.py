@@ -56,3 +56,21 @@ def authenticate(session: Session, email: str, password: str) -> User | None:
         check_password_hash(_NOBODY, password)
         return None
     return user if check_password_hash(user.password_hash, password) else None
+
+
+def set_password(session: Session, email: str, password: str) -> User:
+    """Give the account with this email a new password (the caller commits). Every session
+    it has is over: whoever holds an old cookie signs in again, with the new password."""
+    user = session.scalar(select(User).where(User.email == normalise_email(email)))
+    if user is None:
+        raise AccountError(f"there is no account for {normalise_email(email)}")
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
+    user.password_hash = generate_password_hash(password)
+    end_sessions(user)
+    return user
+
+
+def end_sessions(user: User) -> None:
+    """Void every session of ``user`` (each cookie carries the version it began under)."""
+    user.session_version = (user.session_version or 0) + 1

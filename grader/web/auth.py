@@ -1,7 +1,10 @@
 """Signing in with a local account; who the current user is; who may see what.
 
-Sessions are Flask's signed cookies holding only the user's id; every form carries
-a CSRF token (Flask-WTF's CSRFProtect checks each POST).
+Sessions are Flask's signed cookies holding the user's id, the user's session version
+when it began and when it began; every form carries a CSRF token (Flask-WTF's
+CSRFProtect checks each POST). Signing out or a new password bumps the version, which
+ends every session of that user, a copied cookie included; any session ends
+GRADER_SESSION_HOURS after it began.
 """
 
 from __future__ import annotations
@@ -28,11 +31,40 @@ def database_url() -> str:
 def load_user() -> None:
     g.user = None
     user_id = session.get("user_id")
-    if user_id is not None:
+    if user_id is None:
+        return
+    with db.transaction(database_url()) as s:
+        user = s.get(User, user_id)
+    began = session.get("began")
+    over = began is not None and time.time() - began > current_app.permanent_session_lifetime.total_seconds()
+    # A cookie from before versions were kept carries none: version 0, until the first sign-out.
+    if user is None or session.get("v", 0) != user.session_version or over:
+        _forget()  # the account is gone, signed out since, or the session is too old
+        return
+    g.user = user
+
+
+@bp.after_app_request
+def stamp_session(response):
+    """A session just begun (the form's, an LMS launch's) carries the user's current
+    version and its start; so does an older cookie still valid, from now on."""
+    if "user_id" in session and ("v" not in session or "began" not in session):
         with db.transaction(database_url()) as s:
-            g.user = s.get(User, user_id)
-        if g.user is None:  # the account is gone: forget the session
-            session.clear()
+            user = s.get(User, session["user_id"])
+        if user is None:
+            _forget()
+        else:
+            session["v"], session.permanent = user.session_version, True
+            session.setdefault("began", int(time.time()))
+    return response
+
+
+def _forget() -> None:
+    """An empty session, but for the reader's language."""
+    lang = session.get("lang")
+    session.clear()
+    if lang:
+        session["lang"] = lang
 
 
 def login_required(view):
@@ -102,7 +134,8 @@ def login():
         else:
             lang = session.get("lang")
             session.clear()  # a fresh session on sign-in: nothing carried over but the language
-            session["user_id"] = user.id
+            session["user_id"], session["v"], session["began"] = user.id, user.session_version, int(time.time())
+            session.permanent = True  # the cookie expires with the session's lifetime
             if lang:
                 session["lang"] = lang
             return redirect(_safe_next(request.args.get("next")))
@@ -123,10 +156,11 @@ def _throttled(exc):
 
 @bp.post("/logout")
 def logout():
-    lang = session.get("lang")
-    session.clear()
-    if lang:
-        session["lang"] = lang
+    if g.user is not None:
+        # Not only this cookie: every copy of it, and the user's other sessions.
+        with db.transaction(database_url()) as s:
+            users.end_sessions(s.get(User, g.user.id))
+    _forget()
     return redirect(url_for("web.login"))
 
 
