@@ -37,6 +37,7 @@ def create_app(config: dict | None = None) -> Flask:
         LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,
         LOGIN_ADDRESS_LIMIT=defaults.login_address_limit,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=defaults.session_hours),
+        FRAME_ANCESTORS=defaults.frame_ancestors,
         RATELIMIT_STORAGE_URI=defaults.redis_url,
         BABEL_TRANSLATION_DIRECTORIES=str(Path(__file__).parent / "translations"),
         SESSION_COOKIE_HTTPONLY=True,

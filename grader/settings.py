@@ -38,6 +38,9 @@ class Settings:
     login_account_limit: str
     login_address_limit: str
     session_hours: float  # a signed-in session ends this long after the sign-in
+    # Origins that may frame the student pages besides the registered platforms' own (an LMS
+    # whose pages live elsewhere than its issuer, such as a hosted Canvas's school domain).
+    frame_ancestors: str
     # Served over HTTPS (behind a proxy, say): session cookies SameSite=None; Secure, as an
     # LMS iframe needs. Off for plain-HTTP development.
     cookie_secure: bool
@@ -71,6 +74,7 @@ class Settings:
             login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),
             login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),
             session_hours=float(os.environ.get("GRADER_SESSION_HOURS", 12)),
+            frame_ancestors=os.environ.get("GRADER_FRAME_ANCESTORS", ""),
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),
             trusted_proxies=int(os.environ.get("GRADER_TRUSTED_PROXIES", 0)),
             lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),

@@ -21,6 +21,7 @@ from grader import db, users
 from grader.extensions import LANGUAGES, limiter
 from grader.models import User
 from grader.web import bp
+from grader.web.headers import admin_page
 
 
 def database_url() -> str:
@@ -79,13 +80,17 @@ def login_required(view):
 
 def instructor_required(view):
     @functools.wraps(view)
+    def framed_never(**kwargs):
+        admin_page()  # whatever the answer (the page, a redirect to sign in, a 403)
+        return wrapped(**kwargs)
+
     @login_required
     def wrapped(**kwargs):
         if g.user.role != "instructor":
             abort(403)
         return view(**kwargs)
 
-    return wrapped
+    return framed_never
 
 
 def _safe_next(target: str | None) -> str:
