@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from grader.models import ROLES, User
 
 MIN_PASSWORD = 8
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$")
 # Compared against when the email is unknown, so that a wrong email costs as long as
 # a wrong password and the timing does not tell which accounts exist.
 _NOBODY = generate_password_hash("not anybody's password")
@@ -51,7 +51,10 @@ def create_user(session: Session, *, email: str, password: str, role: str = "stu
 
 def authenticate(session: Session, email: str, password: str) -> User | None:
     """The local account with this email and password, or None."""
-    user = session.scalar(select(User).where(User.email == normalise_email(email)))
+    email = normalise_email(email)
+    # No account's email holds a control character (and PostgreSQL refuses NUL outright).
+    plausible = len(email) <= 320 and not any(ord(c) < 32 or ord(c) == 127 for c in email)
+    user = session.scalar(select(User).where(User.email == email)) if plausible else None
     if user is None or not user.password_hash:
         check_password_hash(_NOBODY, password)
         return None

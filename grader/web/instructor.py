@@ -13,6 +13,7 @@ from grader import bundles, db
 from grader.models import Bundle, Exercise, Submission, User
 from grader.web import bp
 from grader.web.auth import database_url, instructor_required
+from grader.web.params import page_number, text_filter, valid_id
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +23,8 @@ PAGE = 100
 @bp.get("/instructor/submissions")
 @instructor_required
 def all_submissions():
-    exercise = request.args.get("exercise", "").strip()
-    student = request.args.get("student", "").strip()
-    status = request.args.get("status", "").strip()
-    page = max(1, request.args.get("page", 1, type=int) or 1)
+    exercise, student, status = text_filter("exercise"), text_filter("student"), text_filter("status")
+    page = page_number()
     query = select(Submission).join(User).order_by(Submission.created_at.desc())
     if exercise:
         query = query.where(Submission.exercise_slug == exercise)
@@ -86,7 +85,7 @@ def upload_bundle():
 @instructor_required
 def bundle(bundle_id: int):
     with db.transaction(database_url()) as s:
-        row = s.get(Bundle, bundle_id)
+        row = s.get(Bundle, bundle_id) if valid_id(bundle_id) else None
         if row is None:
             abort(404)
         uploader = s.get(User, row.uploaded_by) if row.uploaded_by else None
