@@ -10,7 +10,7 @@ from pathlib import Path
 from flask import Flask, request
 from werkzeug.exceptions import HTTPException
 
-from grader.settings import MAX_SOURCE_BYTES, settings
+from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
 
 # What a JSON error under /api/ is called, by HTTP status.
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
@@ -95,8 +95,7 @@ def _http_error(exc: HTTPException):
 def _instance_secret() -> str:
     """With no GRADER_SECRET_KEY, a key made once and kept beside the default database, so
     that sessions outlive a restart and every web process of one machine shares it."""
-    path = Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance")) / "secret_key"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = private_dir(Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance"))) / "secret_key"
     if not path.exists():
         draft = path.with_name(f".secret_key.{os.getpid()}")
         with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:

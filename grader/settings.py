@@ -87,3 +87,24 @@ class Settings:
 
 def settings() -> Settings:
     return Settings.from_env()
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only the service's user can enter (0700), made so or tightened: the
+    instance folder holds the database (password hashes, the LTI private key, webhook
+    secrets) and the session signing key."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A file only the service's user can read (0600): created so, or tightened."""
+    path = Path(path)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        path.chmod(mode & 0o700)
+    return path

@@ -383,8 +383,10 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     from grader import db
     from grader.settings import settings
 
+    from grader.settings import private_dir
+
     config = settings()
-    instance = Path.cwd() / "instance"
+    instance = private_dir(Path.cwd() / "instance")  # the database and the key: the service's user only
     logs = instance / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRADER_DATABASE_URL": config.database_url, "GRADER_REDIS_URL": config.redis_url,
