@@ -207,3 +207,62 @@ def test_the_outbound_client_follows_no_redirect_and_keeps_the_host_header(monke
     assert answer.status_code == 302 and seen == [f"hooks.example.test:{port}"]
     with pytest.raises(outbound.Refused):
         outbound.Session(10, private=False).get(f"http://hooks.example.test:{port}/start")
+
+
+def _certificates(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate for ``name`` signed by it: (ca.pem, cert.pem, key.pem)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = folder / "ca.pem", folder / "cert.pem", folder / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+def test_over_https_the_pinned_connection_still_verifies_the_urls_host(tmp_path, monkeypatch):
+    import ssl
+
+    from werkzeug.serving import make_server
+
+    from grader import outbound
+
+    ca, cert, key = _certificates(tmp_path, "hooks.example.test")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    names: list[str] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    app = Flask("tls")
+    app.add_url_rule("/in", "in", lambda: "ok", methods=["POST"])
+    server = make_server("127.0.0.1", 0, app, ssl_context=context)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: real(
+        "127.0.0.1" if host.endswith(".example.test") else host, port, *a, **k))
+    try:
+        with outbound.Session(10, private=True) as client:
+            answer = client.post(f"https://hooks.example.test:{server.server_port}/in", data=b"{}", verify=str(ca))
+            assert answer.status_code == 200 and answer.text == "ok"
+            assert names == ["hooks.example.test"]  # the URL's name, not the address connected to
+            with pytest.raises(requests.exceptions.SSLError):  # a certificate for another name fails
+                client.post(f"https://other.example.test:{server.server_port}/in", data=b"{}", verify=str(ca))
+    finally:
+        server.shutdown()
