@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from flask import Flask, request
@@ -14,7 +15,7 @@ from grader import api, web
 from grader.api.views import error_response
 from grader.extensions import babel, csrf, limiter, locale
 from grader.lti import views as lti_views
-from grader.settings import MAX_SOURCE_BYTES, settings
+from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
 
 # What a JSON error under /api/ is called, by HTTP status.
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
@@ -36,6 +37,12 @@ def create_app(config: dict | None = None) -> Flask:
         # own limit is checked after decoding, with a better message.
         MAX_CONTENT_LENGTH=6 * MAX_SOURCE_BYTES + 64 * 1024,
         SUBMISSION_RATE_LIMIT=defaults.submission_rate_limit,
+        API_KEY_RATE_LIMIT=defaults.api_key_rate_limit,
+        API_NEW_USERS_PER_HOUR=defaults.api_new_users_per_hour,
+        LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,
+        LOGIN_ADDRESS_LIMIT=defaults.login_address_limit,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=defaults.session_hours),
+        FRAME_ANCESTORS=defaults.frame_ancestors,
         RATELIMIT_STORAGE_URI=defaults.redis_url,
         BABEL_TRANSLATION_DIRECTORIES=str(Path(__file__).parent / "translations"),
         SESSION_COOKIE_HTTPONLY=True,
@@ -86,8 +93,7 @@ def _http_error(exc: HTTPException):
 def _instance_secret() -> str:
     """With no GRADER_SECRET_KEY, a key made once and kept beside the default database, so
     that sessions outlive a restart and every web process of one machine shares it."""
-    path = Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance")) / "secret_key"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = private_dir(Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance"))) / "secret_key"
     if not path.exists():
         draft = path.with_name(f".secret_key.{os.getpid()}")
         with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:

@@ -109,6 +109,22 @@ def create_user_command(email: str, role: str, name: str, password: str) -> None
     click.echo(f"created {role} {email}", err=True)
 
 
+@main.command("set-password")
+@click.option("--email", required=True, help="The account's email.")
+@click.password_option(help="The new password (asked for when not given; at least 8 characters).")
+def set_password_command(email: str, password: str) -> None:
+    """Give a local account a new password; its sessions everywhere end."""
+    from grader import db
+    from grader.accounts import users
+
+    try:
+        with db.transaction() as session:
+            email = users.set_password(session, email, password).email
+    except users.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"new password set for {email}; its sessions have ended", err=True)
+
+
 # ------------------------------------------------------------------ api keys
 
 @main.group("api-key")

@@ -36,7 +36,7 @@ def engine_for(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _private_database(Path(path))
         engine = create_engine(url, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")
@@ -48,6 +48,16 @@ def engine_for(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def _private_database(path: Path) -> None:
+    """The SQLite file 0600 (its -wal and -shm files take its mode), in a folder made 0700;
+    the default ./instance folder is tightened to 0700 if it was not."""
+    from grader.settings import private_dir, private_file
+
+    if not path.parent.exists() or path.parent == Path.cwd() / "instance":
+        private_dir(path.parent)
+    private_file(path)
 
 
 def sessions(url: str | None = None) -> sessionmaker[Session]:

@@ -31,6 +31,16 @@ class Settings:
     gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
     secret_key: str | None  # signs the web sessions; None: one kept in ./instance/secret_key
     submission_rate_limit: str  # per user, Flask-Limiter's notation
+    api_key_rate_limit: str  # per API key, whatever the user: changing `user` does not reset it
+    api_new_users_per_hour: int  # users an API key may make in an hour
+    # Failed sign-ins (Flask-Limiter's notation), counted per account and per address; once
+    # over, even the right password waits.
+    login_account_limit: str
+    login_address_limit: str
+    session_hours: float  # a signed-in session ends this long after the sign-in
+    # Origins that may frame the student pages besides the registered platforms' own (an LMS
+    # whose pages live elsewhere than its issuer, such as a hosted Canvas's school domain).
+    frame_ancestors: str
     # Served over HTTPS (behind a proxy, say): session cookies SameSite=None; Secure, as an
     # LMS iframe needs. Off for plain-HTTP development.
     cookie_secure: bool
@@ -38,9 +48,10 @@ class Settings:
     lti_score_policy: str  # what goes to the LMS gradebook: "best" or "latest"
     http_timeout_s: float  # each outgoing HTTP request (LMS services, webhooks)
     retry_base_s: float  # first back-off of score passback and webhook deliveries; doubles
-    # Webhooks may call private, loopback and link-local addresses (the service's own
-    # network): off, so an API client cannot make the workers probe it.
-    webhook_allow_private: bool
+    # Outgoing requests (webhooks, LMS services) may call private, loopback and link-local
+    # addresses (the service's own network): off, so an API client or a registered platform
+    # cannot make the workers probe it.
+    outbound_allow_private: bool
     bundle_cache: Path  # where a worker unpacks uploaded bundles
 
     @classmethod
@@ -58,15 +69,42 @@ class Settings:
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
             secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
             submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
+            api_key_rate_limit=os.environ.get("GRADER_API_KEY_RATE_LIMIT", "120 per minute"),
+            api_new_users_per_hour=int(os.environ.get("GRADER_API_NEW_USERS_PER_HOUR", 200)),
+            login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),
+            login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),
+            session_hours=float(os.environ.get("GRADER_SESSION_HOURS", 12)),
+            frame_ancestors=os.environ.get("GRADER_FRAME_ANCESTORS", ""),
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),
             trusted_proxies=int(os.environ.get("GRADER_TRUSTED_PROXIES", 0)),
             lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),
             http_timeout_s=float(os.environ.get("GRADER_HTTP_TIMEOUT_S", 10)),
             retry_base_s=float(os.environ.get("GRADER_RETRY_BASE_S", 30)),
-            webhook_allow_private=_flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),
+            outbound_allow_private=_flag("GRADER_OUTBOUND_ALLOW_PRIVATE") or _flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),
             bundle_cache=Path(os.environ.get("GRADER_BUNDLE_CACHE", Path.cwd() / "instance" / "bundles")),
         )
 
 
 def settings() -> Settings:
     return Settings.from_env()
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only the service's user can enter (0700), made so or tightened: the
+    instance folder holds the database (password hashes, the LTI private key, webhook
+    secrets) and the session signing key."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A file only the service's user can read (0600): created so, or tightened."""
+    path = Path(path)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        path.chmod(mode & 0o700)
+    return path

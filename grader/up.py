@@ -38,7 +38,7 @@ from grader.accounts.users import AccountError, create_user
 from grader.catalog.publishing import publish, stale
 from grader.engine import SandboxUnavailable
 from grader.engine.grading import shutdown
-from grader.settings import settings
+from grader.settings import private_dir, settings
 
 INSTRUCTOR_EMAIL = "instructor@localhost"
 READY_PATH = "/api/v1/openapi.json"  # answers without a key
@@ -313,7 +313,7 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     """Start everything, wait until stopped. Returns the exit status: 0 when stopped by
     a signal, 1 when something could not start or died."""
     config = settings()
-    instance = Path.cwd() / "instance"
+    instance = private_dir(Path.cwd() / "instance")  # the database and the key: the service's user only
     logs = instance / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRADER_DATABASE_URL": config.database_url, "GRADER_REDIS_URL": config.redis_url,

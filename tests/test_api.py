@@ -130,7 +130,8 @@ def test_a_submission_is_stored_queued_and_sent_once_to_the_cpu_queue(client, au
     with db.transaction(database_url) as session:
         row = session.get(Submission, data["id"])
         assert (row.status, row.source, row.exercise_version) == ("queued", GOOD_SOURCE, 1)
-        assert row.user.external_id == "lms-42" and row.user.role == "student"
+        # in the key's own namespace (tests/security/test_api_tenants.py)
+        assert row.user.external_id.endswith(":lms-42") and row.user.role == "student"
     assert redis.llen("cpu") == 1
     [message] = queued_messages(redis)
     assert message["headers"]["task"] == submissions.GRADE_TASK
@@ -158,19 +159,20 @@ def test_a_user_submitting_again_is_the_same_user(client, auth, basics, database
 
 
 def test_a_new_users_first_submissions_at_once_both_succeed(client, auth, basics, database_url, monkeypatch):
-    real = submissions.user_by_external_id
+    real = submissions.api_user
     raced = []
 
-    def racing(session, external_id, **kw):
+    def racing(session, key_id, user, **kw):
         if not raced:  # another request makes the same user between our look-up and our insert
             raced.append(True)
+            external_id = submissions.api_external_id(key_id, user)
             with db.transaction(database_url) as other_session:
-                other_session.add(User(external_id=external_id, name=external_id, role="student"))
-            session.add(User(external_id=external_id, name=external_id, role="student"))
+                other_session.add(User(external_id=external_id, name=user, role="student", api_key_id=key_id))
+            session.add(User(external_id=external_id, name=user, role="student", api_key_id=key_id))
             session.flush()
-        return real(session, external_id, **kw)
+        return real(session, key_id, user, **kw)
 
-    monkeypatch.setattr(submissions, "user_by_external_id", racing)
+    monkeypatch.setattr(submissions, "api_user", racing)
     assert submit(client, auth).status_code == 202
     assert raced and count(database_url, User) == 1 and count(database_url, Submission) == 1
 

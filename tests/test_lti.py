@@ -30,6 +30,7 @@ SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def service(database_url, redis, monkeypatch):
     """The deployment's environment (the worker inherits it) and a published exercise."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    monkeypatch.setenv("GRADER_OUTBOUND_ALLOW_PRIVATE", "1")  # the test platform listens on 127.0.0.1
     publish_basics(database_url)
     return database_url
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import JSON, DateTime, ForeignKey, String
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from grader.db import Base, now
@@ -26,6 +26,11 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(300))
     # Who the user is elsewhere: an API client's user id, or an LMS's ("issuer|subject").
     external_id: Mapped[str | None] = mapped_column(String(500), unique=True)
+    # An API user's key: its ``user`` values are that key's own (external_id "api:<key>:<user>").
+    api_key_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    # Every signed-in session carries the version it began under; bumping it (sign-out, a
+    # new password) ends them all, copied cookies included.
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

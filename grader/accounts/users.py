@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from grader.accounts.models import Role, User
 
 MIN_PASSWORD = 8
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$")
 # Compared against when the email is unknown, so that a wrong email costs as long as
 # a wrong password and the timing does not tell which accounts exist.
 _NOBODY = generate_password_hash("not anybody's password")
@@ -51,8 +51,29 @@ def create_user(session: Session, *, email: str, password: str, role: str = Role
 
 def authenticate(session: Session, email: str, password: str) -> User | None:
     """The local account with this email and password, or None."""
-    user = session.scalar(select(User).where(User.email == normalise_email(email)))
+    email = normalise_email(email)
+    # No account's email holds a control character (and PostgreSQL refuses NUL outright).
+    plausible = len(email) <= 320 and not any(ord(c) < 32 or ord(c) == 127 for c in email)
+    user = session.scalar(select(User).where(User.email == email)) if plausible else None
     if user is None or not user.password_hash:
         check_password_hash(_NOBODY, password)
         return None
     return user if check_password_hash(user.password_hash, password) else None
+
+
+def set_password(session: Session, email: str, password: str) -> User:
+    """Give the account with this email a new password (the caller commits). Every session
+    it has is over: whoever holds an old cookie signs in again, with the new password."""
+    user = session.scalar(select(User).where(User.email == normalise_email(email)))
+    if user is None:
+        raise AccountError(f"there is no account for {normalise_email(email)}")
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
+    user.password_hash = generate_password_hash(password)
+    end_sessions(user)
+    return user
+
+
+def end_sessions(user: User) -> None:
+    """Void every session of ``user`` (each cookie carries the version it began under)."""
+    user.session_version = (user.session_version or 0) + 1

@@ -20,7 +20,7 @@ ERROR_CODES = {
     "invalid_url": 422,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
-    "rate_limited": 429,
+    "rate_limited": 429, "too_many_new_users": 429,
     "internal_error": 500,
     "http_error": 400,  # any other HTTP error, with its own status
 }
@@ -94,7 +94,7 @@ SCHEMAS = {
             "source": {"type": "string", "minLength": 1,
                        "description": f"The Python source, at most {MAX_SOURCE_BYTES} bytes as UTF-8, "
                                       "not blank, no NUL characters."},
-            "user": {"type": "string", "minLength": 1, "maxLength": 500,
+            "user": {"type": "string", "minLength": 1, "maxLength": 480,
                      "description": "Your id for the student; the grader makes a user on first sight."},
         },
     },
@@ -186,8 +186,10 @@ def _paths() -> dict:
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid"),
-                "429": {**_error("Too many accepted submissions for this user and key lately; the "
-                                 "`Retry-After` header says in how many seconds to try again.", "rate_limited"),
+                "429": {**_error("Too many accepted submissions for this user, or for this key whatever the "
+                                 "user, lately; or too many new users made by this key in the last hour. "
+                                 "The `Retry-After` header says in how many seconds to try again.",
+                                 "rate_limited", "too_many_new_users"),
                         "headers": {"Retry-After": {"schema": {"type": "integer"},
                                                     "description": "Seconds until a submission is accepted."}}},
             },
@@ -196,7 +198,7 @@ def _paths() -> dict:
             "operationId": "getSubmission", "summary": "A submission's status, progress and report",
             "x-required-scope": "submissions:read", "parameters": [submission_id],
             "responses": {"200": _ok("The submission.", "Submission"), **_AUTH_ERRORS,
-                          "404": _error("No submission has this id.", "submission_not_found")},
+                          "404": _error("This key made no submission with this id.", "submission_not_found")},
         }},
         "/webhooks": {"post": {
             "operationId": "createWebhook", "summary": "Register a callback URL for this key's submissions",

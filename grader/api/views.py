@@ -31,7 +31,7 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
 _SUBMISSION_FIELDS = ("exercise", "source", "user")
-_USER_MAX = 500  # users.external_id's column width
+_USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
 class ApiError(Exception):
@@ -186,10 +186,27 @@ def _submission_limit() -> str:
     return current_app.config["SUBMISSION_RATE_LIMIT"]
 
 
+def _key_limit() -> str:
+    return current_app.config["API_KEY_RATE_LIMIT"]
+
+
+def _key_prefix() -> str:
+    """The whole key's bucket: read before the view authenticates, from the raw header (a
+    key that turns out invalid is refused before anything is counted)."""
+    token = request.headers.get("Authorization", "").partition(" ")[2].strip()
+    return "api-key:" + (token.split("_")[1] if token.count("_") >= 2 else "-")
+
+
+def _accepted(response) -> bool:
+    return response.status_code == 202
+
+
 @bp.post("/submissions")
-# Per (key, user); only accepted submissions count, so a client fixing a bad request
-# is not locked out by its mistakes.
-@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 202)
+# Per (key, user), and per key whatever the user, so that changing `user` does not reset
+# the count; only accepted submissions count, so a client fixing a bad request is not
+# locked out by its mistakes.
+@limiter.limit(_submission_limit, deduct_when=_accepted)
+@limiter.limit(_key_limit, key_func=_key_prefix, deduct_when=_accepted)
 @requires("submissions:write")
 def create_submission():
     slug, source, user = _submission_fields(_json_body())
@@ -202,7 +219,8 @@ def create_submission():
             raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {slug[:100]!r}")
         submission_id, device = _store(slug, source, user)
     except submissions.SubmissionError as exc:
-        raise ApiError(exc.code, exc.message) from None
+        retry = getattr(exc, "retry_after", None)
+        raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None) from None
     submissions.send(submission_id, device)  # only now: the row is committed
     url = url_for("api.get_submission", submission_id=submission_id, _external=True)
     response = jsonify(id=submission_id, url=url, status=SubmissionStatus.QUEUED)
@@ -222,7 +240,9 @@ def _store(slug: str, source: str, user: str) -> tuple[str, str]:
 
 def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
     with db.transaction(_database_url()) as session:
-        owner = submissions.user_by_external_id(session, user)
+        # The key's own user: key B's "alice" is not key A's, nor an LMS's.
+        owner = submissions.api_user(session, g.caller.key_id, user,
+                                     new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
         row = submissions.create(session, user=owner, exercise_slug=slug, source=source)
         # The key's webhooks hear about it when it is graded.
         session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=g.caller.key_id))
@@ -235,8 +255,11 @@ def get_submission(submission_id: str):
     row = None
     if _SUBMISSION_ID.fullmatch(submission_id):
         with db.transaction(_database_url()) as session:
-            row = session.get(Submission, submission_id)
-            user = row.user.external_id if row is not None else None
+            # Only the key that made a submission reads it; another's is "not found".
+            row = session.scalar(select(Submission).join(
+                webhooks.ApiSubmission, webhooks.ApiSubmission.submission_id == Submission.id).where(
+                Submission.id == submission_id, webhooks.ApiSubmission.api_key_id == g.caller.key_id))
+            user = submissions.shown_external_id(row.user) if row is not None else None
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
     return jsonify(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version, user=user,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from grader import source as source_rules
@@ -86,3 +86,48 @@ def user_by_external_id(session: Session, external_id: str, *, name: str = "") -
         session.add(user)
         session.flush()
     return user
+
+
+# ------------------------------------------------------------------ API users
+
+def api_external_id(key_id: int, user: str) -> str:
+    """What an API key's ``user`` value is stored as: in the key's own namespace, apart
+    from LMS users ("lti:..." / "issuer|subject") and from every other key's users."""
+    return f"api:{key_id}:{user}"
+
+
+def api_user(session: Session, key_id: int, user: str, *, new_per_hour: int) -> User:
+    """The user ``user`` of API key ``key_id``, made on first sight unless the key made
+    ``new_per_hour`` users in the last hour already (SubmissionError too_many_new_users)."""
+    external_id = api_external_id(key_id, user)
+    if len(external_id) > 500 or any(ord(c) < 32 for c in user):
+        raise SubmissionError("invalid_user", "the user id must be 1 to 480 printable characters")
+    found = session.scalar(select(User).where(User.external_id == external_id))
+    if found is not None:
+        if found.api_key_id != key_id:  # an account that only looks like ours: never share it
+            raise SubmissionError("invalid_user", "this user id cannot be used")
+        return found
+    recent = session.scalar(select(func.count()).select_from(User).where(
+        User.api_key_id == key_id, User.created_at >= now() - timedelta(hours=1)))
+    if recent >= new_per_hour:
+        oldest = session.scalar(select(func.min(User.created_at)).where(
+            User.api_key_id == key_id, User.created_at >= now() - timedelta(hours=1)))
+        if oldest is not None and oldest.tzinfo is None:  # SQLite hands back naive UTC
+            oldest = oldest.replace(tzinfo=now().tzinfo)
+        error = SubmissionError("too_many_new_users", f"this API key made {recent} new users in the last "
+                                                      f"hour; the limit is {new_per_hour}")
+        wait = (oldest + timedelta(hours=1) - now()).total_seconds() if oldest is not None else 3600
+        error.retry_after = max(1, int(wait) + 1)
+        raise error
+    made = User(external_id=external_id, name=user[:200], role="student", api_key_id=key_id)
+    session.add(made)
+    session.flush()
+    return made
+
+
+def shown_external_id(user: User) -> str | None:
+    """A user's id as the outside system that named it knows it (the API client's own
+    value, without the key's namespace)."""
+    if user.api_key_id is not None and user.external_id:
+        return user.external_id.removeprefix(f"api:{user.api_key_id}:")
+    return user.external_id

@@ -1,12 +1,17 @@
 """Signing in with a local account; who the current user is; who may see what.
 
-Sessions are Flask's signed cookies holding only the user's id; every form carries
-a CSRF token (Flask-WTF's CSRFProtect checks each POST).
+Sessions are Flask's signed cookies holding the user's id, the user's session version
+when it began and when it began; every form carries a CSRF token (Flask-WTF's
+CSRFProtect checks each POST). Signing out or a new password bumps the version, which
+ends every session of that user, a copied cookie included; any session ends
+GRADER_SESSION_HOURS after it began.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import time
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
@@ -15,8 +20,9 @@ from flask_babel import gettext as _
 from grader import db
 from grader.accounts import users
 from grader.accounts.models import Role, User
-from grader.extensions import LANGUAGES
+from grader.extensions import LANGUAGES, limiter
 from grader.web import bp
+from grader.web.headers import admin_page
 
 
 def database_url() -> str:
@@ -27,11 +33,40 @@ def database_url() -> str:
 def load_user() -> None:
     g.user = None
     user_id = session.get("user_id")
-    if user_id is not None:
+    if user_id is None:
+        return
+    with db.transaction(database_url()) as s:
+        user = s.get(User, user_id)
+    began = session.get("began")
+    over = began is not None and time.time() - began > current_app.permanent_session_lifetime.total_seconds()
+    # A cookie from before versions were kept carries none: version 0, until the first sign-out.
+    if user is None or session.get("v", 0) != user.session_version or over:
+        _forget()  # the account is gone, signed out since, or the session is too old
+        return
+    g.user = user
+
+
+@bp.after_app_request
+def stamp_session(response):
+    """A session just begun (the form's, an LMS launch's) carries the user's current
+    version and its start; so does an older cookie still valid, from now on."""
+    if "user_id" in session and ("v" not in session or "began" not in session):
         with db.transaction(database_url()) as s:
-            g.user = s.get(User, user_id)
-        if g.user is None:  # the account is gone: forget the session
-            session.clear()
+            user = s.get(User, session["user_id"])
+        if user is None:
+            _forget()
+        else:
+            session["v"], session.permanent = user.session_version, True
+            session.setdefault("began", int(time.time()))
+    return response
+
+
+def _forget() -> None:
+    """An empty session, but for the reader's language."""
+    lang = session.get("lang")
+    session.clear()
+    if lang:
+        session["lang"] = lang
 
 
 def login_required(view):
@@ -46,13 +81,17 @@ def login_required(view):
 
 def instructor_required(view):
     @functools.wraps(view)
+    def framed_never(**kwargs):
+        admin_page()  # whatever the answer (the page, a redirect to sign in, a 403)
+        return wrapped(**kwargs)
+
     @login_required
     def wrapped(**kwargs):
         if g.user.role != Role.INSTRUCTOR:
             abort(403)
         return view(**kwargs)
 
-    return wrapped
+    return framed_never
 
 
 def _safe_next(target: str | None) -> str:
@@ -65,7 +104,31 @@ def _safe_next(target: str | None) -> str:
     return url_for("web.exercises")
 
 
+def _account_limit() -> str:
+    return current_app.config["LOGIN_ACCOUNT_LIMIT"]
+
+
+def _address_limit() -> str:
+    return current_app.config["LOGIN_ADDRESS_LIMIT"]
+
+
+def _account_key() -> str:
+    return "login-account:" + users.normalise_email(request.form.get("email", ""))[:320]
+
+
+def _address_key() -> str:
+    return "login-address:" + (request.remote_addr or "-")
+
+
+def _failed(response) -> bool:
+    return response.status_code == 401
+
+
 @bp.route("/login", methods=("GET", "POST"))
+# Failed attempts count, per account (against guessing one password) and per address
+# (against trying one password on many accounts); once over, the right password waits too.
+@limiter.limit(_account_limit, key_func=_account_key, methods=["POST"], deduct_when=_failed)
+@limiter.limit(_address_limit, key_func=_address_key, methods=["POST"], deduct_when=_failed)
 def login():
     error = None
     if request.method == "POST":
@@ -77,19 +140,33 @@ def login():
         else:
             lang = session.get("lang")
             session.clear()  # a fresh session on sign-in: nothing carried over but the language
-            session["user_id"] = user.id
+            session["user_id"], session["v"], session["began"] = user.id, user.session_version, int(time.time())
+            session.permanent = True  # the cookie expires with the session's lifetime
             if lang:
                 session["lang"] = lang
             return redirect(_safe_next(request.args.get("next")))
     return render_template("login.html", error=error), 401 if error else 200
 
 
+@bp.errorhandler(429)
+def _throttled(exc):
+    """A throttled sign-in is the sign-in page, saying so and for how long."""
+    if request.endpoint != "web.login":
+        return exc
+    limit = limiter.current_limit
+    wait = max(1, math.ceil(limit.reset_at - time.time())) if limit is not None else 60
+    error = _("Too many failed sign-ins for this account or from this address. Try again in "
+              "%(minutes)d minute(s).", minutes=math.ceil(wait / 60))
+    return render_template("login.html", error=error), 429, {"Retry-After": str(wait)}
+
+
 @bp.post("/logout")
 def logout():
-    lang = session.get("lang")
-    session.clear()
-    if lang:
-        session["lang"] = lang
+    if g.user is not None:
+        # Not only this cookie: every copy of it, and the user's other sessions.
+        with db.transaction(database_url()) as s:
+            users.end_sessions(s.get(User, g.user.id))
+    _forget()
     return redirect(url_for("web.login"))
 
 

@@ -16,6 +16,7 @@ from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import database_url, instructor_required
+from grader.web.params import page_number, text_filter, valid_id
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +26,8 @@ PAGE = 100
 @bp.get("/instructor/submissions")
 @instructor_required
 def all_submissions():
-    exercise = request.args.get("exercise", "").strip()
-    student = request.args.get("student", "").strip()
-    status = request.args.get("status", "").strip()
-    page = max(1, request.args.get("page", 1, type=int) or 1)
+    exercise, student, status = text_filter("exercise"), text_filter("student"), text_filter("status")
+    page = page_number()
     query = select(Submission).join(User).order_by(Submission.created_at.desc())
     if exercise:
         query = query.where(Submission.exercise_slug == exercise)
@@ -89,7 +88,7 @@ def upload():
 @instructor_required
 def upload_page(upload_id: int):
     with db.transaction(database_url()) as s:
-        row = s.get(Upload, upload_id)
+        row = s.get(Upload, upload_id) if valid_id(upload_id) else None
         if row is None:
             abort(404)
         uploader = s.get(User, row.uploaded_by) if row.uploaded_by else None

@@ -16,9 +16,25 @@ _ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "code": {
                "th": {"align"}, "td": {"align"}}
 
 
+def _local_images(element: str, attribute: str, value: str) -> str | None:
+    """An image comes from the statement itself (a data: URI) or this site, never from
+    elsewhere: a remote image would tell its host who reads the statement, and when. (The
+    Content-Security-Policy's img-src says the same to the browser.)"""
+    stripped = value.strip().lower()
+    if attribute == "href" and stripped.startswith("data:"):
+        return None  # data: is allowed for images only
+    if element == "img" and attribute == "src":
+        if stripped.startswith("data:image/"):
+            return value
+        if "://" in stripped or stripped.startswith("//") or ":" in stripped.split("/", 1)[0] or "\\" in value:
+            return None
+    return value
+
+
 def markdown_html(text: str) -> Markup:
     html = markdown.markdown(text, extensions=["fenced_code", "tables", "sane_lists"])
-    return Markup(nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"},
+    return Markup(nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES,
+                            url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_local_images,
                             link_rel="noopener noreferrer nofollow"))
 
 

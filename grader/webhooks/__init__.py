@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import secrets
-import socket
 from datetime import datetime
-from urllib.parse import urlsplit
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
+from grader import outbound
 from grader.db import Base, now
 from grader.submissions.models import Submission
+from grader.submissions import shown_external_id
 
 DELIVER_TASK = "grader.webhooks.deliver"
 EVENT = "submission.completed"
@@ -73,33 +72,13 @@ class WebhookError(ValueError):
 
 
 def check_url(url) -> str:
-    if not isinstance(url, str) or len(url) > 2000:
-        raise WebhookError("'url' must be a string of at most 2000 characters")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
-        raise WebhookError("'url' must be an absolute http or https URL")
-    check_destination(url)
-    return url
-
-
-def check_destination(url: str) -> None:
-    """Refuse a URL whose host is (or resolves to) a private, loopback, link-local or
-    otherwise internal address, unless GRADER_WEBHOOK_ALLOW_PRIVATE is set. Checked when
-    registered and again before each delivery (the name may resolve elsewhere later)."""
-    from grader.settings import settings
-
-    if settings().webhook_allow_private:
-        return
-    host = urlsplit(url).hostname or ""
+    """The URL, if a delivery may go there (grader.outbound's rules), else WebhookError.
+    Checked when registered and again, by the outbound client, on each delivery."""
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
-    except (socket.gaierror, UnicodeError):
-        raise WebhookError(f"the host {host!r} does not resolve") from None
-    for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if not ip.is_global or ip.is_multicast:
-            raise WebhookError(f"the host {host!r} is an internal address ({ip}); webhooks go to public "
-                               f"addresses (an operator may set GRADER_WEBHOOK_ALLOW_PRIVATE=1)")
+        outbound.vet(url)
+    except outbound.Refused as exc:
+        raise WebhookError(f"'url': {exc}") from None
+    return url
 
 
 def register(session: Session, api_key_id: int, url: str) -> tuple[Webhook, str]:
@@ -132,7 +111,7 @@ def payload(row: Submission) -> bytes:
         "event": EVENT,
         "submission": {
             "id": row.id, "exercise": row.exercise_slug, "exercise_version": row.exercise_version,
-            "user": row.user.external_id, "status": row.status, "score": row.score,
+            "user": shown_external_id(row.user), "status": row.status, "score": row.score,
             "max_score": row.max_score, "failure_reason": row.failure_reason, "report": row.report,
             "finished_at": row.finished_at.isoformat() if row.finished_at else None,
         },

@@ -8,13 +8,12 @@ import time
 
 import requests
 
-from grader import db
+from grader import db, outbound
 from grader.settings import settings
 from grader.submissions.models import Submission
 from grader.submissions.notify import on_finished
 from grader.tasks import backoff, celery
-from grader.webhooks import (DELIVER_TASK, EVENT, Webhook, WebhookDelivery, WebhookError, check_destination,
-                             hooks_for, payload, sign)
+from grader.webhooks import DELIVER_TASK, EVENT, Webhook, WebhookDelivery, hooks_for, payload, sign
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +44,16 @@ def deliver(self, submission_id: str, webhook_id: int) -> str:
     attempt, status, error = self.request.retries + 1, None, None
     started = time.monotonic()
     try:
-        check_destination(url)
-    except WebhookError as exc:
+        signed = {**headers, "X-Grader-Signature": sign(secret, timestamp, body)}
+        with outbound.session(config.http_timeout_s, user_agent="autograd-grader-webhooks") as client:
+            status = client.post(url, data=body, headers=signed).status_code
+    except outbound.Refused as exc:
+        # Checked as the request left: the name may point somewhere internal by now.
         with db.transaction() as session:
             session.add(WebhookDelivery(webhook_id=webhook_id, submission_id=submission_id, attempt=attempt,
                                         ok=False, error=f"not sent: {exc}"[:2000], request_headers=headers))
-        log.warning("webhook %s: not sent to an internal address", webhook_id)
+        log.warning("webhook %s: not sent (%s)", webhook_id, exc)
         return "refused"
-    try:
-        signed = {**headers, "X-Grader-Signature": sign(secret, timestamp, body)}
-        response = requests.post(url, data=body, headers=signed, timeout=config.http_timeout_s,
-                                 allow_redirects=False)
-        status = response.status_code
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:2000]
     ok = status is not None and 200 <= status < 300
