@@ -1,13 +1,24 @@
-"""The Flask extensions, made once and bound to an app in create_app()."""
+"""The Flask extensions, made once and bound to an app in create_app(), and the surfaces'
+way to the app's database."""
 
 from __future__ import annotations
 
-from flask import g, request, session
+from contextlib import AbstractContextManager
+
+from flask import current_app, g, request, session
 from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_wtf.csrf import CSRFProtect
+from sqlalchemy.orm import Session
+
+from grader import db
 
 LANGUAGES = ("en", "ko")
+
+
+def get_db() -> AbstractContextManager[Session]:
+    """One transaction on the app's database (DATABASE_URL): ``with get_db() as session:``."""
+    return db.transaction(current_app.config["DATABASE_URL"])
 
 
 def submitter() -> str:

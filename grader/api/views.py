@@ -16,12 +16,12 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from grader import db, submissions, webhooks
+from grader import submissions, webhooks
 from grader.accounts import keys
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise
 from grader.api.openapi import ERROR_CODES, document
-from grader.extensions import limiter
+from grader.extensions import get_db, limiter
 from grader.submissions.models import Submission, SubmissionStatus
 
 log = logging.getLogger(__name__)
@@ -56,10 +56,6 @@ def _api_error(exc: ApiError):
     return error_response(exc.status, exc.code, exc.message, exc.headers)
 
 
-def _database_url() -> str:
-    return current_app.config["DATABASE_URL"]
-
-
 def requires(scope: str):
     """The view needs a bearer API key that holds ``scope``."""
 
@@ -83,7 +79,7 @@ def _authenticate() -> keys.Caller:
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("missing_api_key", "send an API key as 'Authorization: Bearer <key>'", challenge)
     try:
-        with db.transaction(_database_url()) as session:
+        with get_db() as session:
             return keys.verify(session, token.strip())
     except keys.KeyRefused as exc:
         raise ApiError(exc.code, exc.message, challenge) from None
@@ -99,7 +95,7 @@ def _exercise_json(row: Exercise) -> dict:
 @bp.get("/exercises")
 @requires("exercises:read")
 def list_exercises():
-    with db.transaction(_database_url()) as session:
+    with get_db() as session:
         rows = session.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug))
         return jsonify(exercises=[_exercise_json(row) for row in rows])
 
@@ -109,7 +105,7 @@ def list_exercises():
 def get_exercise(slug: str):
     row = None
     if is_slug(slug):  # anything else cannot be a slug; do not send it to the database
-        with db.transaction(_database_url()) as session:
+        with get_db() as session:
             row = session.get(Exercise, slug)
     if row is None or not row.published:
         raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
@@ -118,7 +114,7 @@ def get_exercise(slug: str):
 
 def _statement(slug: str) -> dict:
     """The statement in each language; nulls if the bundle is gone (the row outlives it)."""
-    with db.transaction(_database_url()) as session:
+    with get_db() as session:
         return uploads.statements(session, slug, current_app.config["EXERCISES_DIR"])
 
 
@@ -239,7 +235,7 @@ def _store(slug: str, source: str, user: str) -> tuple[str, str]:
 
 
 def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
-    with db.transaction(_database_url()) as session:
+    with get_db() as session:
         # The key's own user: key B's "alice" is not key A's, nor an LMS's.
         owner = submissions.api_user(session, g.caller.key_id, user,
                                      new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
@@ -254,7 +250,7 @@ def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
 def get_submission(submission_id: str):
     row = None
     if _SUBMISSION_ID.fullmatch(submission_id):
-        with db.transaction(_database_url()) as session:
+        with get_db() as session:
             # Only the key that made a submission reads it; another's is "not found".
             row = session.scalar(select(Submission).join(
                 webhooks.ApiSubmission, webhooks.ApiSubmission.submission_id == Submission.id).where(
@@ -280,7 +276,7 @@ def create_webhook():
     if "url" not in body:
         raise ApiError("missing_field", "missing required fields ['url']")
     try:
-        with db.transaction(_database_url()) as session:
+        with get_db() as session:
             row, secret = webhooks.register(session, g.caller.key_id, body["url"])
             hook_id, url = row.id, row.url
     except webhooks.WebhookError as exc:
@@ -293,7 +289,7 @@ def create_webhook():
 @bp.delete("/webhooks/<int:webhook_id>")
 @requires("submissions:write")
 def delete_webhook(webhook_id: int):
-    with db.transaction(_database_url()) as session:
+    with get_db() as session:
         row = session.get(webhooks.Webhook, webhook_id) if webhook_id < 2**31 else None
         if row is None or row.api_key_id != g.caller.key_id or not row.active:
             raise ApiError("webhook_not_found", f"this key has no webhook {webhook_id}")
