@@ -14,7 +14,6 @@ values the tests check) is what counts; this catches the plain use at run time.
 
 from __future__ import annotations
 
-import importlib
 import importlib.abc
 import sys
 import types
@@ -54,8 +53,11 @@ def _attribute_path(dotted: str):
     """What a dotted name reaches through attributes of a loaded module (torch.ops.aten)."""
     top, *rest = dotted.split(".")
     value = sys.modules.get(top)
-    for part in rest:
-        value = getattr(value, part, None) if value is not None else None
+    try:
+        for part in rest:
+            value = getattr(value, part, None) if value is not None else None
+    except Exception:  # noqa: BLE001 - a blocked module refuses every attribute
+        return None
     return value
 
 
@@ -67,24 +69,29 @@ def block(paths: list[str]) -> None:
         if not isinstance(path, str) or not path:
             continue
         module_name, _, attr = path.rpartition(".")
-        try:
-            target = importlib.import_module(path) if path not in sys.modules else sys.modules[path]
-        except ImportError:
-            target = None
-        except RuntimeError:  # already blocked as part of an earlier path
+        target = sys.modules.get(path)
+        if target is None and (not module_name or _attribute_path(module_name) is None):
+            # Not loaded (functorch, or the module holding a blocked function): loading it
+            # is what is refused. Nothing is imported here: in every call that costs.
+            if module_name:
+                holders.setdefault(module_name, path)
+            else:
+                packages[path] = path
+            continue
+        if isinstance(target, _Blocked):
             continue
         if isinstance(target, types.ModuleType):
-            for name in [n for n in sys.modules if n == path or n.startswith(path + ".")]:
+            below = path + "."
+            loaded = [n for n in sys.modules if n.startswith(below)] if hasattr(target, "__path__") else []
+            for name in loaded + [path]:
                 sys.modules[name] = _Blocked(name)
             parent = sys.modules.get(module_name)
             if parent is not None and module_name:
                 setattr(parent, attr, sys.modules[path])
             packages[path] = path
         elif module_name:
-            # Only modules already loaded: the others are refused if anything imports them.
             holder = sys.modules.get(module_name) or _attribute_path(module_name)
-            if holder is None or isinstance(holder, _Blocked):
-                holders.setdefault(module_name, path)
+            if isinstance(holder, _Blocked):
                 continue
 
             def refuse(*_args, _path=path, **_kwargs):

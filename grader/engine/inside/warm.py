@@ -50,7 +50,7 @@ def main() -> None:
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
 
     import torch  # noqa: F401  (the point of being warm)
-    from . import wire
+    from . import blocking, wire  # noqa: F401  (here, not compiled afresh in every child)
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not
     # walk (and so copy, page by page) the whole inherited heap.
