@@ -87,9 +87,11 @@ def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
             shutil.copytree(exercise.tests_dir, work / "tests")
             (work / "tests" / "conftest.py").write_text(NAIVE_CONFTEST)
             (work / "submission.py").write_text(source)
+            # It runs the hidden tests itself, so it needs the whole grader beside them.
+            shutil.copytree(ROOT / "grader", work / "grader", ignore=shutil.ignore_patterns("__pycache__"))
             cmd = bwrap_command(cuda=False, uid=uid,
                                 extra=["--ro-bind", str(work), "/opt/naive",
-                                       "--setenv", "PYTHONPATH", "/opt/grader:/opt/naive"],
+                                       "--setenv", "PYTHONPATH", "/opt/naive"],
                                 argv=["-m", "pytest", "-q", "-p", "no:cacheprovider",
                                       "-p", "grader.testing", "/opt/naive/tests"])
             start = time.perf_counter()
