@@ -36,6 +36,10 @@ SANDBOX_VENV = "/opt/venv"
 # What the sandbox's processes may hold together between calls (the warm process with
 # torch, the children forked ahead); a call may add its own limit to what is held then.
 IDLE_MEMORY_BYTES = 3 << 30
+# A CUDA call's first use of the GPU maps the CUDA libraries (gigabytes of page cache,
+# charged to the sandbox that touches them first) and the driver's host-side buffers:
+# allowed on top of the call's own limit, and bounded like it.
+CUDA_HOST_BYTES = 4 << 30
 
 
 def _boot(code_parent: str) -> str:
@@ -347,7 +351,8 @@ class Sandbox:
         more, whichever way it allocates. Returns the OOM-kill counts before the call."""
         if self.cgroup is None:
             return 0, 0
-        self.cgroup.set_memory_max(self.cgroup.memory_usage() + limits.memory_bytes + limits.tmp_bytes)
+        allowance = limits.memory_bytes + limits.tmp_bytes + (CUDA_HOST_BYTES if self.cuda else 0)
+        self.cgroup.set_memory_max(self.cgroup.memory_usage() + allowance)
         return self.cgroup.oom_kills(), cgroup.host_oom_kills()
 
     def _blame(self, out: CallOutcome, ooms: tuple[int, int], limits: Limits) -> CallOutcome:
