@@ -87,11 +87,13 @@ def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
             shutil.copytree(exercise.tests_dir, work / "tests")
             (work / "tests" / "conftest.py").write_text(NAIVE_CONFTEST)
             (work / "submission.py").write_text(source)
-            # It runs the hidden tests itself, so it needs the whole grader beside them.
-            shutil.copytree(ROOT / "grader", work / "grader", ignore=shutil.ignore_patterns("__pycache__"))
             cmd = bwrap_command(cuda=False, uid=uid,
+                                # The naive grader runs the hidden tests in the sandbox, so it
+                                # needs the whole package (the real one mounts only inside/).
                                 extra=["--ro-bind", str(work), "/opt/naive",
-                                       "--setenv", "PYTHONPATH", "/opt/naive"],
+                                       "--perms", "0755", "--dir", "/opt/naive-grader",
+                                       "--ro-bind", str(ROOT / "grader"), "/opt/naive-grader/grader",
+                                       "--setenv", "PYTHONPATH", "/opt/naive-grader:/opt/naive"],
                                 argv=["-m", "pytest", "-q", "-p", "no:cacheprovider",
                                       "-p", "grader.testing", "/opt/naive/tests"])
             start = time.perf_counter()

@@ -50,6 +50,20 @@ class SandboxUnavailable(RuntimeError):
     """The sandbox cannot be made here; the message says how to fix that."""
 
 
+class NotIsolated(wire.WireError):
+    """The call child failed before its walls stood, so before any student code ran:
+    the sandbox's failure (retried), never the student's. What it printed is ours."""
+
+    def __init__(self, reply: dict, raw: bytes):
+        kept = reply.get("output_len", 0)
+        said = bytes(raw[:kept if isinstance(kept, int) and kept > 0 else 0]).decode("utf-8", "replace")
+        lines = said.strip().splitlines()
+        why = lines[-1][:300] if lines else "the call could not be isolated: " + str(
+            reply.get("error") or reply.get("status"))[:300]
+        log.error("%s", why)
+        super().__init__(why)
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 5.0             # wall seconds per call (CPU seconds are capped alike)
@@ -306,13 +320,16 @@ class Sandbox:
         try:
             self._proc.stdin.write(wire.pack(header, blob))
             self._proc.stdin.flush()
-            return wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
-                                   max_blob=max_blob, deadline=time.monotonic() + timeout)
+            reply, raw = wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
+                                         max_blob=max_blob, deadline=time.monotonic() + timeout)
         except (OSError, wire.WireError) as exc:
             time.sleep(0.05)  # let a dying warm process finish its last words
             log.warning("sandbox failed (%s); its last output: %s", exc, self._stderr_text()[-2000:])
             self.close()
             raise
+        if header.get("op") == "call" and reply.get("isolated") is not True:
+            raise NotIsolated(reply, raw)
+        return reply, raw
 
     def reset(self) -> None:
         """Between submissions: end anything the last one left running."""
@@ -327,6 +344,18 @@ class Sandbox:
     def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
              block: tuple[str, ...] = ()) -> CallOutcome:
+        """One call of ``function``, within what the sandbox's cgroup lets it add."""
+        self.start()
+        try:
+            ooms = self._bound_memory(limits)
+        except OSError as exc:
+            return CallOutcome("sandbox", detail=f"the sandbox's cgroup failed ({exc})")
+        out = self._call(files, function, args, kwargs, module=module, limits=limits, device=device,
+                         block=block)
+        return self._blame(out, ooms, limits)
+
+    def _call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
+              module: str, limits: Limits, device: str, block: tuple[str, ...]) -> CallOutcome:
         try:
             # TensorState from an earlier call becomes a tensor again.
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
@@ -335,8 +364,6 @@ class Sandbox:
             request = wire.pack({"files": files, "module": module, "function": function,
                                  "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
                                  "limits": limits.to_wire(), "device": device, "block": list(block)}, blob)
-            self.start()
-            ooms = self._bound_memory(limits)
             reply, raw = self._request({"op": "call", "limits": limits.to_wire()}, request,
                                        timeout=limits.timeout + 20,
                                        max_blob=limits.result_bytes + limits.output_bytes + (1 << 20))
@@ -344,7 +371,7 @@ class Sandbox:
             raise
         except (OSError, wire.WireError) as exc:
             return CallOutcome("sandbox", detail=f"the sandbox failed during the call ({exc})")
-        return self._blame(_outcome(reply, raw, limits), ooms, limits)
+        return _outcome(reply, raw, limits)
 
     def _bound_memory(self, limits: Limits) -> tuple[int, int]:
         """Let the call add its memory (and its /tmp) to what the sandbox holds now, no
@@ -380,13 +407,6 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
     kept = reply.get("output_len", 0)
     kept = min(kept, len(raw), limits.output_bytes) if isinstance(kept, int) and kept > 0 else 0
     output, raw = raw[:kept], raw[kept:]
-    if reply.get("isolated") is not True:
-        # The call child failed before its walls stood, so before any student code ran:
-        # what it printed is ours.
-        said = output.decode("utf-8", "replace").strip().splitlines()
-        why = said[-1][:300] if said else reply.get("error") if isinstance(reply.get("error"), str) else ""
-        log.error("a call could not be isolated: %s", why or status)
-        return CallOutcome("sandbox", detail=f"the sandbox could not isolate the call ({why or 'no reason given'})")
     out = CallOutcome("ok", output=output.decode("utf-8", "replace"),
                       output_bytes=int(reply.get("output_bytes", 0) or 0),
                       wall_ms=float(reply.get("wall_ms", 0) or 0))

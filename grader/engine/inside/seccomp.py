@@ -130,12 +130,23 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+_compiled: dict[str, bytes] = {}
+
+
+def compiled(machine: str | None = None) -> bytes:
+    """The filter as the kernel reads it; built once (the warm process does, before it
+    forks, so that no call child pays for it)."""
+    machine = machine or platform.machine()
+    if machine not in _compiled:
+        _compiled[machine] = b"".join(struct.pack("=HBBI", *insn) for insn in program(machine))
+    return _compiled[machine]
+
+
 def install(machine: str | None = None) -> None:
     """Load the filter into this process (and all it starts from now on), for good."""
-    prog = program(machine)
-    raw = b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+    raw = compiled(machine)
     buf = ctypes.create_string_buffer(raw, len(raw))
-    fprog = _SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
+    fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:

@@ -57,7 +57,8 @@ def main() -> None:
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
 
     import torch  # noqa: F401  (the point of being warm)
-    from . import seccomp, wire  # noqa: F401  (imported once, here, for every child)
+    from . import seccomp, wire
+    seccomp.compiled()  # once, here, for every child
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not
     # walk (and so copy, page by page) the whole inherited heap.
