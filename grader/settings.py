@@ -25,6 +25,7 @@ class Settings:
     sandbox: str
     sandbox_uid: int  # the warm process's uid; calls run as sandbox_uid + 1
     sandbox_tmp_mb: int  # size of the sandbox's /tmp (memory)
+    sandbox_cgroup: str  # where sandboxes' cgroups go; "": found from the worker's own (see engine/cgroup.py)
     device: str  # "auto", "cpu" or "cuda": what this worker may use
     database_url: str
     redis_url: str
@@ -62,6 +63,7 @@ class Settings:
             sandbox="none" if unsafe else "bwrap",
             sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 2 * (os.getpid() % 2000))),
             sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
+            sandbox_cgroup=os.environ.get("GRADER_CGROUP", ""),
             device=os.environ.get("GRADER_DEVICE", "auto"),
             database_url=os.environ.get("GRADER_DATABASE_URL",
                                         f"sqlite:///{Path.cwd() / 'instance' / 'grader.db'}"),

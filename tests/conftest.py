@@ -107,7 +107,7 @@ def redis_url(tmp_path_factory):
 def redis(redis_url, monkeypatch):
     """An empty Redis that the Celery app sends tasks to, as a redis-py client.
 
-    worker.app's Celery app reads GRADER_REDIS_URL when it is made, so a new one is made
+    grader.tasks' Celery app reads GRADER_REDIS_URL when it is made, so a new one is made
     for the test and put where submissions.enqueue finds it.
     """
     import redis as redis_py

@@ -581,6 +581,59 @@ def test_background_process_does_not_survive_the_grade(target):
     assert_contained(g, target, honest=True)
 
 
+# ------------------------------------------------------------------ kernel walls
+
+def test_a_ptrace_helper_cannot_hold_the_call_back(target):
+    g = graded(target, "ptrace_and_never_wait")
+    assert "PTRACE refused errno=1" in g.report.output, g.report.output
+    assert g.report.status == "time_limit", g.report.render()
+    assert g.seconds < 2 * target.limits.call_seconds + 3
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_memory_held_in_memfd_files_counts_against_the_memory_limit(target):
+    g = graded(target, "hoard_memfd")
+    assert g.report.status == "memory_limit", g.report.render()
+    assert "memory limit exceeded (256 MiB" in message(g.report, visible=True)
+    assert not g.restarted
+    assert_contained(g, target)
+
+
+def test_a_call_cannot_slow_down_the_calls_after_it(target, grade_file):
+    g = graded(target, "slow_down_the_next_call")
+    assert "SLOWED" in g.report.output
+    after = grade_file(ATTACKS / "look_at_scheduling.py")
+    line = next(line for line in after.output.splitlines() if line.startswith("SCHEDULING"))
+    cpus = len(os.sched_getaffinity(0))
+    assert line == f"SCHEDULING policy=0 nice=0 cpus={cpus} autogroup_nice=0 warm_autogroup_nice=0", line
+    assert_contained(g, target, honest=True)
+
+
+def _join_session_keyring(name: bytes | None) -> int:
+    import ctypes
+    import platform
+
+    keyctl = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+    return ctypes.CDLL(None, use_errno=True).syscall(keyctl, 1, name)  # KEYCTL_JOIN_SESSION_KEYRING
+
+
+@pytest.mark.slow  # starts a sandbox of its own
+def test_hidden_inputs_cannot_be_carried_through_the_kernel_keyring(target):
+    # A worker under systemd or a container runtime has a session keyring, which every
+    # process it starts inherits (and, possessing it, may read and write).
+    grading.shutdown()
+    assert _join_session_keyring(b"grader-test-worker") > 0
+    try:
+        g = grade_attack(target, "stash_in_keyring")
+    finally:
+        grading.shutdown()
+        _join_session_keyring(None)  # an anonymous one of its own again
+    assert "KEYRING STASH:" in g.report.output
+    assert leaks(g.report, g.source) == [], g.report.output
+    assert_contained(g, target, honest=True, check_leaks=False)
+
+
 def test_every_attack_file_is_graded_by_a_test():
     source = Path(__file__).read_text(encoding="utf-8")
     unused = [p.stem for p in sorted(ATTACKS.glob("*.py")) if f'"{p.stem}' not in source]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.engine import cgroup
 from grader.engine.inside import wire
 from grader.settings import Settings, settings as load_settings
 
@@ -29,8 +30,16 @@ log = logging.getLogger(__name__)
 
 # The one folder of ours the sandbox sees, as its top-level package ``inside``.
 INSIDE_PACKAGE = Path(__file__).resolve().parent / "inside"
+MASK = Path(__file__).resolve().parent / "masked"
 SANDBOX_CODE = "/opt/grader"
 SANDBOX_VENV = "/opt/venv"
+# What the sandbox's processes may hold together between calls (the warm process with
+# torch, the children forked ahead); a call may add its own limit to what is held then.
+IDLE_MEMORY_BYTES = 3 << 30
+# A CUDA call's first use of the GPU maps the CUDA libraries (gigabytes of page cache,
+# charged to the sandbox that touches them first) and the driver's host-side buffers:
+# allowed on top of the call's own limit, and bounded like it.
+CUDA_HOST_BYTES = 4 << 30
 
 
 def _boot(code_parent: str) -> str:
@@ -39,6 +48,20 @@ def _boot(code_parent: str) -> str:
 
 class SandboxUnavailable(RuntimeError):
     """The sandbox cannot be made here; the message says how to fix that."""
+
+
+class NotIsolated(wire.WireError):
+    """The call child failed before its walls stood, so before any student code ran:
+    the sandbox's failure (retried), never the student's. What it printed is ours."""
+
+    def __init__(self, reply: dict, raw: bytes):
+        kept = reply.get("output_len", 0)
+        said = bytes(raw[:kept if isinstance(kept, int) and kept > 0 else 0]).decode("utf-8", "replace")
+        lines = said.strip().splitlines()
+        why = lines[-1][:300] if lines else "the call could not be isolated: " + str(
+            reply.get("error") or reply.get("status"))[:300]
+        log.error("%s", why)
+        super().__init__(why)
 
 
 @dataclass(frozen=True)
@@ -119,6 +142,8 @@ def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
         # sandbox replaces with its own.
         cmd += ["--ro-bind", os.path.realpath(sys.prefix), SANDBOX_VENV]
     cmd += ["--ro-bind", str(INSIDE_PACKAGE), f"{SANDBOX_CODE}/inside"]
+    for path in installed_copies():
+        cmd += ["--ro-bind", str(MASK), path]  # `pip install .` put the grader where the sandbox sees it
     cmd = _with_open_parents(cmd)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
             "--chdir", "/tmp", "--clearenv"]
@@ -129,14 +154,38 @@ def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
         for node in sorted(glob.glob("/dev/nvidia*")):
             cmd += ["--dev-bind", node, node]
         cmd += ["--ro-bind", "/sys", "/sys"]
-        for path in ("/usr/local/nvidia", "/usr/local/cuda", "/etc/nvidia"):
-            cmd += ["--ro-bind-try", path, path]
+        for path in ("/etc/nvidia",):  # /usr/local/{cuda,nvidia} come with /usr (binding a
+            cmd += ["--ro-bind-try", path, path]  # symlink there onto itself fails)
         if os.environ.get("LD_LIBRARY_PATH"):
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     argv = argv if argv is not None else ["-I", "-B", "-c", _boot(SANDBOX_CODE)]
     return cmd + list(extra) + ["--", sandbox_python(), *argv]
+
+
+def installed_copies(locations: list[str] | None = None) -> list[str]:
+    """Where the sandbox would see the ``grader`` package: a non-editable install puts it
+    into the virtual environment or /usr/local, both mounted. Over each goes ``masked/``,
+    whose ``__init__`` refuses the import, so that only ``inside/`` is importable there."""
+    if locations is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("grader")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+    venv, base = os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)
+    hidden = []
+    for location in locations:
+        real = os.path.realpath(location)
+        if sys.prefix != sys.base_prefix and _under(real, venv):
+            hidden.append(os.path.join(SANDBOX_VENV, os.path.relpath(real, venv)))
+        elif _under(real, base) or any(_under(real, f"/{top}") for top in ("usr", "lib", "lib64")):
+            hidden.append(real)
+    return hidden
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _with_open_parents(cmd: list[str]) -> list[str]:
@@ -164,6 +213,7 @@ class Sandbox:
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._scratch: str | None = None
+        self.cgroup: cgroup.SandboxCgroup | None = None
         self.info: dict = {}
         self.starts = 0
         self.lock = threading.Lock()
@@ -177,6 +227,8 @@ class Sandbox:
     def start(self) -> None:
         if self.alive:
             return
+        if self._proc is not None or self.cgroup is not None:
+            self.close()  # the last one died on its own: end what is left of it first
         python = sys.executable
         if self.unsafe:
             cmd = unsandboxed_command(python)
@@ -194,10 +246,21 @@ class Sandbox:
                                 tmp_bytes=self.config.sandbox_tmp_mb << 20)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = "/"
+            try:
+                self.cgroup = cgroup.SandboxCgroup.create(self.config.sandbox_cgroup)
+                self.cgroup.set_memory_max(IDLE_MEMORY_BYTES)
+            except cgroup.CgroupUnavailable as exc:
+                self.cgroup = None
+                raise SandboxUnavailable(str(exc)) from None
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
-                                      preexec_fn=_die_with_parent if self.unsafe else None)
+        # bwrap joins the sandbox's cgroup before it runs: nothing of it is ever outside.
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
+                                          preexec_fn=_die_with_parent if self.unsafe else self.cgroup.join)
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.close()
+            raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
         self.starts += 1
         try:
             ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
@@ -221,14 +284,22 @@ class Sandbox:
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
+        group, self.cgroup = self.cgroup, None
+        if group is not None:
+            group.kill()  # the sandbox's PID 1 and all below it, not only bwrap
         if proc is not None:
             try:
                 proc.kill()
             except ProcessLookupError:
                 pass
-            proc.wait()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.error("bubblewrap (pid %d) did not end within 10 s of SIGKILL", proc.pid)
             for stream in (proc.stdin, proc.stdout):
                 stream.close()
+        if group is not None:
+            group.remove()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -251,25 +322,42 @@ class Sandbox:
         try:
             self._proc.stdin.write(wire.pack(header, blob))
             self._proc.stdin.flush()
-            return wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
-                                   max_blob=max_blob, deadline=time.monotonic() + timeout)
+            reply, raw = wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
+                                         max_blob=max_blob, deadline=time.monotonic() + timeout)
         except (OSError, wire.WireError) as exc:
             time.sleep(0.05)  # let a dying warm process finish its last words
             log.warning("sandbox failed (%s); its last output: %s", exc, self._stderr_text()[-2000:])
             self.close()
             raise
+        if header.get("op") == "call" and reply.get("isolated") is not True:
+            raise NotIsolated(reply, raw)
+        return reply, raw
 
     def reset(self) -> None:
         """Between submissions: end anything the last one left running."""
         if self.alive:
             try:
                 self._request({"op": "reset"}, timeout=30)
+                if self.cgroup is not None:
+                    self.cgroup.set_memory_max(IDLE_MEMORY_BYTES)
             except (OSError, wire.WireError):
                 pass
 
     def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
              block: tuple[str, ...] = ()) -> CallOutcome:
+        """One call of ``function``, within what the sandbox's cgroup lets it add."""
+        self.start()
+        try:
+            ooms = self._bound_memory(limits)
+        except OSError as exc:
+            return CallOutcome("sandbox", detail=f"the sandbox's cgroup failed ({exc})")
+        out = self._call(files, function, args, kwargs, module=module, limits=limits, device=device,
+                         block=block)
+        return self._blame(out, ooms, limits)
+
+    def _call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
+              module: str, limits: Limits, device: str, block: tuple[str, ...]) -> CallOutcome:
         try:
             # TensorState from an earlier call becomes a tensor again.
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
@@ -290,6 +378,28 @@ class Sandbox:
             # Only a reply written past the sandbox's encoder can differ: tests index into these.
             out.kind, out.value = "malformed", None
             out.detail = "your code sent back something that is not a result (not the arguments it was given)"
+        return out
+
+    def _bound_memory(self, limits: Limits) -> tuple[int, int]:
+        """Let the call add its memory (and its /tmp) to what the sandbox holds now, no
+        more, whichever way it allocates. Returns the OOM-kill counts before the call."""
+        if self.cgroup is None:
+            return 0, 0
+        allowance = limits.memory_bytes + limits.tmp_bytes + (CUDA_HOST_BYTES if self.cuda else 0)
+        self.cgroup.set_memory_max(self.cgroup.memory_usage() + allowance)
+        return self.cgroup.oom_kills(), cgroup.host_oom_kills()
+
+    def _blame(self, out: CallOutcome, ooms: tuple[int, int], limits: Limits) -> CallOutcome:
+        """A process killed by the kernel for memory: the sandbox's own limit is the
+        student's; the host running out is the grader's (retried, never a score)."""
+        if self.cgroup is None or out.kind not in ("crash", "sandbox", "exit", "timeout"):
+            return out
+        if self.cgroup.oom_kills() > ooms[0]:
+            out.kind = "memory"
+            out.detail = f"memory limit exceeded ({limits.memory_bytes >> 20} MiB per call)"
+        elif out.kind == "crash" and cgroup.host_oom_kills() > ooms[1]:
+            out.kind = "sandbox"
+            out.detail = "the grading machine ran out of memory during the call"
         return out
 
 

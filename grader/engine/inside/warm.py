@@ -8,7 +8,7 @@ send it, and after each call it kills every other process in the namespace,
 so nothing a submission starts (background processes, fork bombs) outlives
 its call. Nothing here initialises CUDA: a child does, after the fork.
 
-Only this module and ``wire`` are imported inside the sandbox.
+Only this module, ``wire`` and ``seccomp`` are imported inside the sandbox.
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ WORK = os.path.join(SCRATCH, "work")
 SUBMISSION_FILE = os.path.join(WORK, "submission.py")
 IN_SANDBOX = os.environ.get("GRADER_IN_SANDBOX") == "1"
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+# The call child's first byte on the result pipe, written once its walls stand and
+# before any student code runs: without it, whatever happened is the sandbox's failure.
+ISOLATED = b"I"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -40,7 +45,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def main() -> None:
     if SCRATCH == "/tmp" and not IN_SANDBOX:
         raise SystemExit("outside the sandbox GRADER_SCRATCH must name a private directory")
+    global _LIFELINE
     requests, replies = os.dup(0), os.dup(1)
+    _LIFELINE = requests
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)  # nothing stray may reach the reply channel
@@ -50,7 +57,8 @@ def main() -> None:
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
 
     import torch  # noqa: F401  (the point of being warm)
-    from . import blocking, wire  # noqa: F401  (here, not compiled afresh in every child)
+    from . import blocking, seccomp, wire  # noqa: F401  (here, not compiled afresh in every child)
+    seccomp.compiled()  # once, here, for every child
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not
     # walk (and so copy, page by page) the whole inherited heap.
@@ -71,7 +79,7 @@ def main() -> None:
         if len(_spares) < SPARES and not grading and not _readable(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
-            _spares.append(_Child())
+            _spares.append(_Child(ahead=True))
             continue
         if _dying and not _readable(requests, 0.002):
             continue  # idle, with killed processes still to reap: reap as they die
@@ -101,6 +109,11 @@ def main() -> None:
 
 
 _CHILD_UID: int | None = None  # the uid calls run as, when it differs from ours
+# The request pipe. The trusted side writes nothing while a call runs, so if it becomes
+# readable then, the trusted side is gone: we end, and as PID 1 we take the whole
+# sandbox with us. (A parent-death signal cannot do this: bubblewrap, our parent, keeps
+# no capability, so the kernel does not let its death signal cross our uid change.)
+_LIFELINE = -1
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
@@ -126,6 +139,10 @@ def _become_sandbox_user() -> None:
         os.setresgid(uid, uid, child)
         os.setresuid(uid, uid, child)
         _CHILD_UID = child
+        # A change of uid clears the parent-death signal bubblewrap set (which then still
+        # only arrives where bubblewrap may signal us: see _LIFELINE).
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _join_new_keyring()
     if os.getuid() == 0 and os.environ.get("GRADER_ALLOW_ROOT") != "1":
         raise SystemExit("refusing to run submissions as root")
 
@@ -142,9 +159,22 @@ class _as_child_user:
         if _CHILD_UID is not None:
             os.seteuid(os.getuid())
             os.setegid(os.getgid())
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # each change clears it
 
 
-def _become_child_user(limits: dict, files: dict) -> None:
+def _join_new_keyring() -> int:
+    """A fresh, empty session keyring: the worker's (systemd, a container runtime) and
+    an earlier call's keys are out of reach."""
+    from .seccomp import ARCHES
+    import platform
+
+    numbers = ARCHES.get(platform.machine(), (0, {}, None))[1]
+    if "keyctl" not in numbers:
+        return -1
+    return _libc.syscall(numbers["keyctl"], _KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def _become_child_user(limits: dict, files: dict, parent: int) -> None:
     """The child's own walls, before any student code: the children's uid, and (inside
     the sandbox) a user, IPC and mount namespace of its own with a private /tmp of
     bounded size holding the submission's files read-only, no further user namespaces
@@ -152,6 +182,11 @@ def _become_child_user(limits: dict, files: dict) -> None:
     if _CHILD_UID is not None:
         os.setresgid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
         os.setresuid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
+    # The uid change cleared it: if the warm process dies, so does this call (in the
+    # sandbox the end of its PID 1 ends it anyway; unsandboxed this is what does).
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+    if os.getppid() != parent:
+        os._exit(75)  # the warm process died before the signal was set
     if not IN_SANDBOX:
         shutil.rmtree(WORK, ignore_errors=True)
         _write_files(files)
@@ -173,6 +208,10 @@ def _become_child_user(limits: dict, files: dict) -> None:
     with open("/proc/sys/user/max_user_namespaces", "w") as fh:
         fh.write("0")
     _drop_capabilities()
+    # An OOM in the sandbox's cgroup ends this call (and what it started), not the
+    # warm process, which the launcher made the last choice.
+    with open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write("1000")
 
 
 def _write_files(files: dict) -> None:
@@ -228,21 +267,21 @@ def _reset() -> None:
 class _Child:
     """A forked child waiting for the one call it will serve."""
 
-    def __init__(self) -> None:
+    def __init__(self, ahead: bool = False) -> None:
+        self.ahead = ahead  # forked ahead, while idle, rather than for the call at hand
         req_r, self.req_w = os.pipe()
         self.res_r, res_w = os.pipe()
         self.out_r, out_w = os.pipe()
+        parent = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:
             try:
-                if _CHILD_UID is not None:
-                    # Waiting, keep our uid as real and saved uid: a signal (or prlimit) from
-                    # a call's process, running as the children's uid, needs one of them to
-                    # match. The effective uid keeps the way to become it open.
-                    os.setresuid(-1, _CHILD_UID, os.getuid())
+                # Waiting, it keeps our uids (the calls' uid only as saved uid, to become
+                # it later): a call's process may then not touch its nice value,
+                # scheduling policy, CPU affinity or limits.
                 for fd in (self.req_w, self.res_r, self.out_r):
                     os.close(fd)
-                _inner(req_r, res_w, out_w)
+                _inner(req_r, res_w, out_w, parent)
             except BaseException as exc:  # noqa: BLE001 - our bug, not the student's: say so
                 os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
             finally:
@@ -265,12 +304,27 @@ _spares: list[_Child] = []
 
 
 def _take_child() -> _Child:
+    ours = _scheduling(0)
     while _spares:
         child = _spares.pop(0)
-        if _alive(child.pid):
+        if _alive(child.pid) and _scheduling(child.pid) == ours:
             return child
+        # Dead, or its nice value, policy or CPUs changed: never hand it a call.
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _dying.add(child.pid)
         child.discard()
     return _Child()
+
+
+def _scheduling(pid: int) -> tuple | None:
+    try:
+        return (os.getpriority(os.PRIO_PROCESS, pid), os.sched_getscheduler(pid),
+                os.sched_getparam(pid).sched_priority, frozenset(os.sched_getaffinity(pid)))
+    except OSError:
+        return None
 
 
 def _readable(fd: int, within: float = 0.0) -> bool:
@@ -293,8 +347,20 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
     max_result = int(limits.get("result_bytes", 64 << 20))
     max_output = int(limits.get("output_bytes", 64 << 10))
 
-    from . import wire
     child = _take_child()
+    reply, parts, pid = _run(child, request, timeout, max_result, max_output)
+    if not reply["isolated"] and child.ahead and reply["status"]["signal"] == signal.SIGKILL:
+        # A child forked ahead is within reach of the calls' processes (the calls' uid is
+        # its saved uid, to become it): an earlier call killed it. One forked now, after
+        # the sweep that ended those processes, is out of their reach.
+        reply, parts, pid = _run(_Child(), request, timeout, max_result, max_output)
+    return reply, parts, pid
+
+
+def _run(child: "_Child", request: bytearray, timeout: float, max_result: int,
+         max_output: int) -> tuple[dict, list, int | None]:
+    from . import wire
+
     started = time.monotonic()
     pidfd = os.pidfd_open(child.pid)
     try:
@@ -315,13 +381,17 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        _, code, usage = os.wait4(pid, 0)  # the sweep after the reply ends what it left
-        pid = None
-        if os.WIFSIGNALED(code):
-            status["signal"] = os.WTERMSIG(code)
+        ended = _wait_for(pid, pidfd)  # the sweep after the reply ends what it left
+        if ended is None:
+            _dying.add(pid)  # it could not be collected in time: "no status" says so
         else:
-            status["exit"] = os.WEXITSTATUS(code)
-        status["cpu_ms"] = round((usage.ru_utime + usage.ru_stime) * 1000, 2)
+            code, usage = ended
+            if os.WIFSIGNALED(code):
+                status["signal"] = os.WTERMSIG(code)
+            else:
+                status["exit"] = os.WEXITSTATUS(code)
+            status["cpu_ms"] = round((usage.ru_utime + usage.ru_stime) * 1000, 2)
+        pid = None
     os.close(pidfd)
     output = drained["output"]
     reply = {
@@ -331,8 +401,30 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
         "output_len": len(output),
         "output_bytes": drained["output_total"],
         "result_too_large": drained["too_large"],
+        "isolated": drained["isolated"],
     }
     return reply, [output, *drained["result"]], pid
+
+
+def _wait_for(pid: int, pidfd: int, seconds: float = 5.0):
+    """Collect a killed child, within a deadline. A process that traces it (were that
+    possible) would hold it back from us: after a moment, end every other process of
+    the sandbox, which releases it."""
+    started = time.monotonic()
+    swept = False
+    while True:
+        done, code, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return code, usage
+        waited = time.monotonic() - started
+        if waited > seconds:
+            return None
+        if waited > 0.2 and not swept and IN_SANDBOX:
+            _sweep()
+            swept = True
+        if _LIFELINE >= 0 and _readable(_LIFELINE):
+            os._exit(0)  # the trusted side is gone (see _LIFELINE)
+        _readable(pidfd, 0.02)
 
 
 _CHUNK = 1 << 16
@@ -346,9 +438,11 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
     sel.register(res_r, selectors.EVENT_READ)
     sel.register(out_r, selectors.EVENT_READ)
     sel.register(pidfd, selectors.EVENT_READ)
+    if _LIFELINE >= 0:
+        sel.register(_LIFELINE, selectors.EVENT_READ)
     chunks: list[bytearray] = []
     output, scratch = bytearray(max_output), bytearray(_CHUNK)
-    state = {"too_large": False, "output_total": 0, "timeout": False, "result_bytes": 0}
+    state = {"too_large": False, "output_total": 0, "timeout": False, "result_bytes": 0, "isolated": False}
     kept = 0
     exited = False
 
@@ -363,6 +457,8 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
                 chunks.append(bytearray(_CHUNK))
             used = state["result_bytes"] - (len(chunks) - 1) * _CHUNK
             n = os.readv(fd, [memoryview(chunks[-1])[used:]])
+            if n and not state["result_bytes"]:
+                state["isolated"] = chunks[0][0] == ISOLATED[0]
             state["result_bytes"] += n
             if n and state["result_bytes"] > max_result:
                 state["too_large"] = True
@@ -393,6 +489,8 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
             state["timeout"] = True
             break
         for key, _ in sel.select(left):
+            if key.fd == _LIFELINE:
+                os._exit(0)
             if key.fd == pidfd:
                 exited = True
                 sel.unregister(pidfd)
@@ -402,6 +500,8 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
         if fd in sel.get_map():
             close(fd)
     sel.close()
+    if _LIFELINE >= 0 and _readable(_LIFELINE):
+        os._exit(0)
     from . import wire
     wire.wipe(scratch)
     if state["too_large"]:
@@ -410,6 +510,9 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
     elif chunks:
         last = state["result_bytes"] - (len(chunks) - 1) * _CHUNK
         chunks[-1] = memoryview(chunks[-1])[:last]  # a view: the chunk itself is wiped later
+    if chunks and state["isolated"]:
+        chunks[0] = memoryview(chunks[0])[1:]  # the mark is ours, not part of the result
+        state["result_bytes"] -= 1
     state["result"] = chunks
     state["output"] = memoryview(output)[:kept]
     return state
@@ -488,11 +591,14 @@ def _set_limits(limits: dict, device: str) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (vm, vm))
 
 
-def _inner(req_r: int, res_w: int, out_w: int) -> None:
-    from . import wire
+def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
+    from . import seccomp, wire
 
-    if not IN_SANDBOX:
-        os.setsid()  # unsandboxed, the session is what gets killed afterwards
+    # A session of its own (and so an autogroup: renicing it slows only this call;
+    # unsandboxed, the session is also what gets killed afterwards), and a fresh
+    # session keyring.
+    os.setsid()
+    _join_new_keyring()
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
     for low, high in _gaps(3, sorted((req_r, res_w)), 65536):
@@ -505,11 +611,19 @@ def _inner(req_r: int, res_w: int, out_w: int) -> None:
         os._exit(73)
     os.close(req_r)
     files = request.get("files")
-    _become_child_user(request.get("limits", {}), files if isinstance(files, dict) else {})
+    _become_child_user(request.get("limits", {}), files if isinstance(files, dict) else {}, parent)
     device = request.get("device", "cpu")
     _set_limits(request.get("limits", {}), device)
     os.chdir(WORK)
     sys.path.insert(0, WORK)
+    try:
+        seccomp.install()
+    except OSError as exc:
+        os.write(2, f"sandbox: could not isolate the call (system-call filter: {exc})\n".encode())
+        os._exit(74)
+    # The walls stand; from here on, what happens is the submission's doing.
+    if os.write(res_w, ISOLATED) != 1:
+        os._exit(76)
 
     try:
         frame = _invoke(request, blob, device, wire)

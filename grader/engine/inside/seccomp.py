@@ -1,0 +1,155 @@
+"""The call child's system-call filter: what a submission never needs, it cannot ask for.
+
+A small classic-BPF program, loaded with prctl(PR_SET_SECCOMP) in the call child
+after its own isolation (which itself needs unshare and mount) and before any
+student code. It is inherited by everything the submission starts and cannot be
+removed. A denied call fails with EPERM, so the submission sees an ordinary error.
+
+Denied: debugging other processes (ptrace, process_vm_*), the kernel key store,
+io_uring (its own way around this filter), bpf, perf_event_open, userfaultfd,
+every mount and namespace call (including clone with namespace flags), kernel
+modules, kexec, reboot, the clock, swap, quotas and the like. clone3 answers ENOSYS:
+its flags sit in memory a filter cannot read, and the C library then falls back
+to clone, whose flags it can.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import platform
+import struct
+
+# The names stay readable; the numbers differ per architecture.
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "keyctl", "add_key", "request_key",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "bpf", "perf_event_open", "userfaultfd", "fanotify_init",
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "open_by_handle_at", "name_to_handle_at",
+    "kexec_load", "kexec_file_load", "reboot", "init_module", "finit_module", "delete_module",
+    "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "lookup_dcookie",
+    "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "sethostname", "setdomainname",
+    "iopl", "ioperm", "modify_ldt", "uselib",
+)
+
+# From <asm/unistd_64.h> (x86_64) and <asm-generic/unistd.h> (aarch64).
+_X86_64 = dict(
+    ptrace=101, process_vm_readv=310, process_vm_writev=311, kcmp=312, pidfd_getfd=438,
+    keyctl=250, add_key=248, request_key=249,
+    io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
+    bpf=321, perf_event_open=298, userfaultfd=323, fanotify_init=300,
+    mount=165, umount2=166, pivot_root=155, chroot=161, unshare=272, setns=308,
+    fsopen=430, fsconfig=431, fsmount=432, fspick=433, move_mount=429, open_tree=428, mount_setattr=442,
+    open_by_handle_at=304, name_to_handle_at=303,
+    kexec_load=246, kexec_file_load=320, reboot=169, init_module=175, finit_module=313, delete_module=176,
+    swapon=167, swapoff=168, acct=163, quotactl=179, quotactl_fd=443, syslog=103, vhangup=153,
+    lookup_dcookie=212, settimeofday=164, clock_settime=227, adjtimex=159, clock_adjtime=305,
+    sethostname=170, setdomainname=171, iopl=172, ioperm=173, modify_ldt=154, uselib=134,
+    clone=56, clone3=435,
+)
+_AARCH64 = dict(
+    ptrace=117, process_vm_readv=270, process_vm_writev=271, kcmp=272, pidfd_getfd=438,
+    keyctl=219, add_key=217, request_key=218,
+    io_uring_setup=425, io_uring_enter=426, io_uring_register=427,
+    bpf=280, perf_event_open=241, userfaultfd=282, fanotify_init=262,
+    mount=40, umount2=39, pivot_root=41, chroot=51, unshare=97, setns=268,
+    fsopen=430, fsconfig=431, fsmount=432, fspick=433, move_mount=429, open_tree=428, mount_setattr=442,
+    open_by_handle_at=265, name_to_handle_at=264,
+    kexec_load=104, kexec_file_load=294, reboot=142, init_module=105, finit_module=273, delete_module=106,
+    swapon=224, swapoff=225, acct=89, quotactl=60, quotactl_fd=443, syslog=116, vhangup=58,
+    lookup_dcookie=18, settimeofday=170, clock_settime=112, adjtimex=171, clock_adjtime=266,
+    sethostname=161, setdomainname=162,
+    clone=220, clone3=435,
+)
+# machine -> (AUDIT_ARCH_*, numbers, lowest number of a foreign ABI on the same arch)
+ARCHES = {
+    "x86_64": (0xC000003E, _X86_64, 0x40000000),  # x32 calls carry bit 30: refused
+    "aarch64": (0xC00000B7, _AARCH64, None),
+}
+
+# clone flags that make a namespace (CLONE_NEWTIME .. CLONE_NEWNET).
+CLONE_NAMESPACES = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+
+_BPF_LD_W_ABS = 0x20      # BPF_LD | BPF_W | BPF_ABS
+_BPF_JEQ_K = 0x15         # BPF_JMP | BPF_JEQ | BPF_K
+_BPF_JGE_K = 0x35         # BPF_JMP | BPF_JGE | BPF_K
+_BPF_JSET_K = 0x45        # BPF_JMP | BPF_JSET | BPF_K
+_BPF_RET_K = 0x06         # BPF_RET | BPF_K
+_RET_KILL_PROCESS = 0x80000000
+_RET_ERRNO = 0x00050000
+_RET_ALLOW = 0x7FFF0000
+_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16   # struct seccomp_data (args[0]'s low word: little-endian)
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+
+class SeccompError(OSError):
+    pass
+
+
+def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
+    """The filter for this machine, as (code, jt, jf, k) instructions."""
+    machine = machine or platform.machine()
+    if machine not in ARCHES:
+        raise SeccompError(f"no system-call filter for the {machine} architecture")
+    audit_arch, numbers, foreign = ARCHES[machine]
+    denied = sorted({numbers[name] for name in DENIED if name in numbers})
+    # Layout: checks, then the three shared returns: deny (EPERM), no-such-call, allow.
+    body: list[list] = []
+    body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARCH])
+    body.append([_BPF_JEQ_K, 1, 0, audit_arch])
+    body.append([_BPF_RET_K, 0, 0, _RET_KILL_PROCESS])  # a call through another ABI
+    body.append([_BPF_LD_W_ABS, 0, 0, _OFF_NR])
+    if foreign is not None:
+        body.append([_BPF_JGE_K, "deny", 0, foreign])
+    for nr in denied:
+        body.append([_BPF_JEQ_K, "deny", 0, nr])
+    body.append([_BPF_JEQ_K, "nosys", 0, numbers["clone3"]])
+    body.append([_BPF_JEQ_K, 0, "allow", numbers["clone"]])
+    body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARG0])
+    body.append([_BPF_JSET_K, "deny", "allow", CLONE_NAMESPACES])
+    labels = {"deny": len(body), "nosys": len(body) + 1, "allow": len(body) + 2}
+    body += [[_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EPERM],
+             [_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS],
+             [_BPF_RET_K, 0, 0, _RET_ALLOW]]
+    out = []
+    for i, (code, jt, jf, k) in enumerate(body):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        assert 0 <= jt < 256 and 0 <= jf < 256
+        out.append((code, jt, jf, k))
+    return out
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_compiled: dict[str, bytes] = {}
+
+
+def compiled(machine: str | None = None) -> bytes:
+    """The filter as the kernel reads it; built once (the warm process does, before it
+    forks, so that no call child pays for it)."""
+    machine = machine or platform.machine()
+    if machine not in _compiled:
+        _compiled[machine] = b"".join(struct.pack("=HBBI", *insn) for insn in program(machine))
+    return _compiled[machine]
+
+
+def install(machine: str | None = None) -> None:
+    """Load the filter into this process (and all it starts from now on), for good."""
+    raw = compiled(machine)
+    buf = ctypes.create_string_buffer(raw, len(raw))
+    fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+        raise SeccompError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise SeccompError(ctypes.get_errno(), "loading the system-call filter failed")

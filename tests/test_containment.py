@@ -1,0 +1,230 @@
+"""The sandbox's kernel walls, tested against the kernel: its cgroup, the call child's
+system-call filter, the parent-death signal, and isolation failures told apart from
+the student's. (Hostile submissions graded end to end are in test_attacks.py.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.engine import cgroup
+from grader.engine.inside import seccomp
+from grader.engine.sandbox import MASK, SANDBOX_VENV, Limits, Sandbox, SandboxUnavailable, bwrap_command, installed_copies
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need the worker to be root")
+
+
+@pytest.fixture
+def sandbox():
+    box = Sandbox()
+    yield box
+    box.close()
+
+
+def call(box: Sandbox, source: str, limits: Limits = Limits(timeout=3)):
+    return box.call({"submission.py": source}, "f", [], {}, limits=limits)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ------------------------------------------------------------------ the cgroup
+
+def test_every_process_of_the_sandbox_is_in_its_own_bounded_cgroup(sandbox):
+    sandbox.start()
+    group = sandbox.cgroup
+    assert group is not None and group.version == cgroup.version()
+    warm = children(sandbox._proc.pid)
+    assert warm and {sandbox._proc.pid, *warm} <= group.pids()
+    limits = Limits(timeout=3, memory_bytes=200 << 20, tmp_bytes=8 << 20)
+    out = call(sandbox, "import os\ndef f():\n    return open('/proc/self/cgroup').read()\n", limits)
+    assert out.kind == "ok", out.detail
+    usage = group.memory_usage()
+    limit_file = "memory.max" if group.version == 2 else "memory.limit_in_bytes"
+    limit = int((group.memory_dir / limit_file).read_text())
+    assert usage < limit <= usage + (208 << 20) + (64 << 20)  # what was held, plus the call's share
+    assert int((group.dirs["pids"] / "pids.max").read_text()) == cgroup.PIDS_MAX
+
+
+def test_closing_the_sandbox_ends_every_process_and_removes_its_cgroup(sandbox):
+    out = call(sandbox, "import os, time\ndef f():\n    if os.fork() == 0:\n        os.setsid()\n"
+                        "        time.sleep(600)\n    return 1\n")
+    assert out.kind == "ok"
+    group = sandbox.cgroup
+    pids = group.pids()
+    sandbox.close()
+    assert all(gone(pid, 0.5) for pid in pids)
+    assert not any(d.exists() for d in group.dirs.values())
+
+
+GRADER_KILLED_MID_CALL = r"""
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from grader.engine.sandbox import Limits, Sandbox
+box = Sandbox()
+box.start()
+source = "import time\ndef f():\n    time.sleep(600)\n"
+threading.Thread(target=box.call, args=({"submission.py": source}, "f", [], {}),
+                 kwargs={"limits": Limits(timeout=120)}, daemon=True).start()
+time.sleep(1.5)
+print(" ".join(map(str, sorted(box.cgroup.pids()))), flush=True)
+time.sleep(600)
+"""
+
+
+def test_nothing_of_the_sandbox_outlives_a_grader_killed_mid_call():
+    # The worker is SIGKILLed (OOM, a node drained) while a call sleeps with 120 s to go:
+    # bubblewrap dies with it, and the warm process, whose parent-death signal cannot
+    # cross its uid change, sees its request pipe close and ends the sandbox.
+    root = str(Path(__file__).resolve().parent.parent)
+    grader = subprocess.Popen([sys.executable, "-c", GRADER_KILLED_MID_CALL, root],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in grader.stdout.readline().split()]
+        assert len(pids) >= 3, pids  # bwrap, the warm process, the call (and spares)
+    finally:
+        grader.kill()
+        grader.wait()
+    assert [pid for pid in pids if not gone(pid, 5)] == []
+
+
+def test_host_memory_of_a_cuda_sandbox_is_bounded_too():
+    box = Sandbox(cuda=True)
+    try:
+        box.start()
+        assert box.cgroup is not None and box.cgroup.pids()
+    finally:
+        box.close()
+
+
+# ------------------------------------------------------------------ the call child
+
+DENIED_PROBE = '''
+import ctypes, os, platform
+NR = {"x86_64": dict(ptrace=101, keyctl=250, io_uring_setup=425, bpf=321, perf_event_open=298,
+                     userfaultfd=323, mount=165, unshare=272, setns=308, clone=56),
+      "aarch64": dict(ptrace=117, keyctl=219, io_uring_setup=425, bpf=280, perf_event_open=241,
+                      userfaultfd=282, mount=40, unshare=97, setns=268, clone=220)}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+
+def f():
+    seen = {}
+    for name, args in (("ptrace", (16, 1, 0, 0)), ("keyctl", (0, -3, 0)), ("io_uring_setup", (1, 0)),
+                       ("bpf", (0, 0, 0)), ("perf_event_open", (0, 0, -1, -1, 0)), ("userfaultfd", (0,)),
+                       ("mount", (b"none", b"/tmp", b"tmpfs", 0, 0)), ("unshare", (0x10000000,)),
+                       ("setns", (0, 0)), ("clone", (0x10000000 | 17, 0, 0, 0, 0))):
+        result = libc.syscall(NR[name], *args)
+        seen[name] = (result, ctypes.get_errno())
+    pid = os.fork()  # an ordinary fork still works
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return {k: list(v) for k, v in seen.items()}
+'''
+
+
+def test_the_call_child_cannot_make_system_calls_a_submission_never_needs(sandbox):
+    out = call(sandbox, DENIED_PROBE)
+    assert out.kind == "ok", out.detail
+    assert out.value == {name: [-1, 1] for name in out.value}  # every one EPERM
+    assert len(out.value) == 10
+
+
+def test_the_filter_checks_the_architecture_first():
+    prog = seccomp.program("x86_64")
+    assert prog[0] == (0x20, 0, 0, 4) and prog[1][3] == 0xC000003E and prog[2][3] == 0x80000000
+    assert seccomp.program("aarch64")[1][3] == 0xC00000B7
+    with pytest.raises(seccomp.SeccompError):
+        seccomp.program("riscv64")
+
+
+def test_a_refused_mount_in_the_call_child_is_a_sandbox_error_not_the_students(sandbox):
+    # tmpfs refuses a negative size: the call child's private /tmp cannot be mounted.
+    out = call(sandbox, "def f():\n    return 1\n", Limits(timeout=3, tmp_bytes=-1))
+    assert out.kind == "sandbox", (out.kind, out.detail)
+    assert "could not isolate the call (private /tmp" in out.detail
+    assert call(sandbox, "def f():\n    return 1\n").value == 1  # and the sandbox carries on
+
+
+def test_each_call_has_its_own_session_and_keyring(sandbox):
+    source = ("import os\ndef f():\n    return [os.getsid(0) == os.getpid(),"
+              " open('/proc/self/autogroup').read().split()[0]]\n")
+    first, second = call(sandbox, source), call(sandbox, source)
+    assert first.value[0] is True and second.value[0] is True
+    assert first.value[1] != second.value[1]  # a fresh autogroup each
+
+
+# ------------------------------------------------------------------ what is mounted
+
+def test_an_installed_grader_package_is_hidden_from_the_sandbox():
+    venv = os.path.realpath(sys.prefix)
+    site = os.path.join(venv, "lib", "python3", "site-packages", "grader")
+    assert installed_copies([site]) == [os.path.join(SANDBOX_VENV, "lib", "python3", "site-packages", "grader")]
+    assert installed_copies(["/usr/local/lib/python3.12/dist-packages/grader"]) == \
+        ["/usr/local/lib/python3.12/dist-packages/grader"]
+    assert installed_copies([str(Path(__file__).parent)]) == []  # a checkout is not mounted at all
+
+
+def test_a_hidden_package_cannot_be_imported_inside(tmp_path):
+    # The mechanism behind installed_copies(), on a package the venv really has.
+    import pytest as present
+
+    location = os.path.dirname(present.__file__)
+    hidden = installed_copies([location])
+    assert hidden, "pytest is expected inside the virtual environment"
+    cmd = bwrap_command(cuda=False, uid=0, argv=["-c", "import _pytest, pytest; print('IMPORTED')"],
+                        extra=[arg for path in hidden for arg in ("--ro-bind", str(MASK), path)])
+    if os.geteuid() == 0:
+        cmd = [a for a in cmd if a not in ("--cap-add", "CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert "IMPORTED" not in run.stdout
+    assert "ImportError: the grader's own modules are not available inside the sandbox" in run.stderr, \
+        run.stderr[-500:]
+
+
+def test_where_no_cgroup_can_be_made_grading_refuses_with_the_fix():
+    # An unprivileged worker may not create cgroups here: the kernel says EACCES.
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            try:
+                Sandbox().start()
+                said = "STARTED"
+            except SandboxUnavailable as exc:
+                said = f"REFUSED {exc}"
+            os.write(write, said.encode()[:60000])
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 65536).decode()
+    os.waitpid(pid, 0)
+    assert said.startswith("REFUSED cannot ") and "Permission denied" in said, said
+    assert "Delegate=yes" in said and "cgroup v1" in said  # the fix, for either hierarchy
