@@ -10,7 +10,10 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from grader.db import Base
 
-ROLES = ("student", "instructor")
+# A local account's site role. Only "admin" has site-wide powers (uploading bundles, every
+# submission, every registration); "instructor" may register an LMS it then owns. Rights in a
+# course come from grader.courses (an LMS user's from its launches), never from this column.
+ROLES = ("student", "instructor", "admin")
 # queued -> running -> graded; "failed" when the grading infrastructure gave up
 # (never a zero score: the report is absent and the reason is shown).
 STATUSES = ("queued", "running", "graded", "failed")

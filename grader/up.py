@@ -304,7 +304,8 @@ def _redis(children: Children, redis_url: str, instance: Path) -> None:
 
 
 def _first_instructor(database_url: str) -> tuple[str, str] | None:
-    """(email, password) of the instructor account made now, where there is none yet."""
+    """(email, password) of the instructor account made now (an administrator: the first account
+    holds the site-wide powers), where there is no administrator yet."""
     from sqlalchemy import select
 
     from grader import db
@@ -312,11 +313,11 @@ def _first_instructor(database_url: str) -> tuple[str, str] | None:
     from grader.users import AccountError, create_user
 
     with db.transaction(database_url) as session:
-        if session.scalar(select(User.id).where(User.role == "instructor").limit(1)) is not None:
+        if session.scalar(select(User.id).where(User.role == "admin").limit(1)) is not None:
             return None
         password = secrets.token_urlsafe(12)
         try:
-            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role="instructor")
+            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role="admin")
         except AccountError as exc:
             click.echo(f"no instructor account was made: {exc}", err=True)
             return None

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from grader.courses import models as _courses  # noqa: F401  (the courses table placements point to)
 from grader.db import Base
 from grader.models import now
 
@@ -26,7 +27,8 @@ class LtiKey(Base):
 
 
 class LtiPlatform(Base):
-    """A registered LMS: what an administrator copies from its tool registration."""
+    """A registered LMS: what an administrator copies from its tool registration. Only
+    ``created_by`` (its owner) or an administrator edits it; the CLI's have no owner."""
 
     __tablename__ = "lti_platforms"
     __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platforms_issuer_client"),)
@@ -44,7 +46,8 @@ class LtiPlatform(Base):
 
 
 class LtiResourceLink(Base):
-    """An LMS link (its resource link id, stable per platform) and the exercise it opens."""
+    """An LMS link (its resource link id, stable per platform) and the exercise it opens:
+    a placement of the exercise in the course (LTI context) the link was launched from."""
 
     __tablename__ = "lti_resource_links"
     __table_args__ = (UniqueConstraint("platform_id", "resource_link_id", name="uq_lti_links_platform_link"),)
@@ -53,6 +56,8 @@ class LtiResourceLink(Base):
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
     resource_link_id: Mapped[str] = mapped_column(String(500))
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    # None: launched without a context claim, so in no course (and no staff sees it but admins)
+    course_id: Mapped[int | None] = mapped_column(ForeignKey("courses.id", ondelete="SET NULL"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

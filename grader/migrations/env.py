@@ -5,6 +5,7 @@ from alembic import context
 from grader import models  # noqa: F401  (registers the tables)
 from grader import webhooks  # noqa: F401
 from grader.lti import models as lti_models  # noqa: F401
+from grader.courses import models as course_models  # noqa: F401
 from grader.db import Base, engine_for
 
 config = context.config

@@ -1,4 +1,5 @@
-"""Signing in with a local account; who the current user is; who may see what.
+"""Signing in with a local account; who the current user is; who may see what
+(grader.courses.access decides; the decorators here apply it to views).
 
 Sessions are Flask's signed cookies holding only the user's id; every form carries
 a CSRF token (Flask-WTF's CSRFProtect checks each POST).
@@ -13,6 +14,7 @@ from flask import abort, current_app, g, redirect, render_template, request, ses
 from flask_babel import gettext as _
 
 from grader import db, users
+from grader.courses import access
 from grader.extensions import LANGUAGES
 from grader.models import User
 from grader.web import bp
@@ -43,15 +45,42 @@ def login_required(view):
     return wrapped
 
 
-def instructor_required(view):
-    @functools.wraps(view)
-    @login_required
-    def wrapped(**kwargs):
-        if g.user.role != "instructor":
-            abort(403)
-        return view(**kwargs)
+def _requires(allowed):
+    """A view for signed-in users for whom ``allowed(session, user)`` holds; 403 for others."""
+    def decorator(view):
+        @functools.wraps(view)
+        @login_required
+        def wrapped(**kwargs):
+            with db.transaction(database_url()) as s:
+                ok = allowed(s, g.user)
+            if not ok:
+                abort(403)
+            return view(**kwargs)
 
-    return wrapped
+        return wrapped
+
+    return decorator
+
+
+# Site-wide powers: a local administrator only.
+admin_required = _requires(lambda s, user: access.is_admin(user))
+# The course submission pages: an administrator, or staff (ta, instructor) of some course.
+staff_required = _requires(lambda s, user: access.is_admin(user) or bool(access.staff_courses(s, user)))
+# Registering an LMS: a local instructor or administrator, never an LMS user.
+platform_registrar_required = _requires(lambda s, user: access.may_register_platforms(user))
+
+
+@bp.app_context_processor
+def access_helpers() -> dict:
+    """What the navigation offers the signed-in user."""
+    def is_staff() -> bool:
+        if g.user is None:
+            return False
+        with db.transaction(database_url()) as s:
+            return access.is_admin(g.user) or bool(access.staff_courses(s, g.user))
+
+    return {"is_admin": lambda: access.is_admin(g.user), "is_staff": is_staff,
+            "may_register_platforms": lambda: access.may_register_platforms(g.user)}
 
 
 def _safe_next(target: str | None) -> str:

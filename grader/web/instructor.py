@@ -1,5 +1,6 @@
-"""What an instructor sees: every submission, filtered by exercise and student; the
-exercises, with the bundles uploaded and what their checks found."""
+"""What staff see: the submissions of their courses (an administrator: every one),
+filtered by exercise and student; and, for administrators only, the exercises with the
+bundles uploaded and what their checks found."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from flask_babel import gettext as _
 from sqlalchemy import or_, select
 
 from grader import bundles, db
+from grader.courses import access
 from grader.models import Bundle, Exercise, Submission, User
 from grader.web import bp
-from grader.web.auth import database_url, instructor_required
+from grader.web.auth import admin_required, database_url, staff_required
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +22,7 @@ PAGE = 100
 
 
 @bp.get("/instructor/submissions")
-@instructor_required
+@staff_required
 def all_submissions():
     exercise = request.args.get("exercise", "").strip()
     student = request.args.get("student", "").strip()
@@ -36,16 +38,17 @@ def all_submissions():
     if status:
         query = query.where(Submission.status == status)
     with db.transaction(database_url()) as s:
+        query = access.visible(s, g.user, query)
         rows = s.scalars(query.offset((page - 1) * PAGE).limit(PAGE + 1)).all()
         owners = {row.id: row.user for row in rows}
-        slugs = s.scalars(select(Exercise.slug).order_by(Exercise.slug)).all()
+        slugs = access.course_exercises(s, g.user)
     return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners,
                            slugs=slugs, exercise=exercise, student=student, status=status, page=page,
                            more=len(rows) > PAGE)
 
 
 @bp.get("/instructor/exercises")
-@instructor_required
+@admin_required
 def manage_exercises():
     return _exercises_page()
 
@@ -60,7 +63,7 @@ def _exercises_page(error: str | None = None, status: int = 200):
 
 
 @bp.post("/instructor/bundles")
-@instructor_required
+@admin_required
 def upload_bundle():
     upload = request.files.get("bundle")
     if upload is None or not upload.filename:
@@ -83,7 +86,7 @@ def upload_bundle():
 
 
 @bp.get("/instructor/bundles/<int:bundle_id>")
-@instructor_required
+@admin_required
 def bundle(bundle_id: int):
     with db.transaction(database_url()) as s:
         row = s.get(Bundle, bundle_id)

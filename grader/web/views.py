@@ -12,6 +12,7 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 
 from grader import bundles, catalog, db, submissions
+from grader.courses import access
 from grader.extensions import limiter
 from grader.models import Exercise, Submission
 from grader.settings import MAX_SOURCE_BYTES
@@ -126,7 +127,7 @@ def _error_text(exc: submissions.SubmissionError) -> str:
 def _own_submission(s, submission_id: str) -> Submission:
     row = s.get(Submission, submission_id) if _SUBMISSION_ID.fullmatch(submission_id) else None
     # Someone else's submission is "not found", not "forbidden": its id tells nothing.
-    if row is None or (row.user_id != g.user.id and g.user.role != "instructor"):
+    if row is None or not access.may_see(s, g.user, row):
         abort(404)
     return row
 
