@@ -89,3 +89,37 @@ def test_site_wide_powers_belong_to_an_administrator_made_on_the_command_line(lm
     for path in ("/instructor/submissions", "/instructor/exercises", "/instructor/lti/deliveries"):
         assert ines.get(tool + path, timeout=30).status_code == 403, path
     assert ines.get(mine, timeout=30).status_code == 404
+
+
+def test_an_upgraded_site_keeps_no_role_an_lms_gave(tmp_path):
+    """Before the fix a launch stored "instructor" on the user: after the upgrade an LMS user
+    is nobody's staff until a launch from a course says so, and local instructors (who had
+    the site-wide powers) are administrators."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from grader import db
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    config = Config()
+    config.set_main_option("script_location", str(db.MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url)
+    command.upgrade(config, "0003")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, name, role, password_hash, external_id, created_at) VALUES "
+                          "(1, 'Ines', 'instructor', 'pbkdf2:x', NULL, '2026-01-01'),"
+                          "(2, 'Mallory', 'instructor', NULL, 'https://lms.example.edu|mallory', '2026-01-01'),"
+                          "(3, 'Ada', 'student', NULL, 'https://lms.example.edu|ada', '2026-01-01')"))
+        conn.execute(text("INSERT INTO lti_platforms (id, name, issuer, client_id, deployment_ids, auth_login_url,"
+                          " auth_token_url, jwks_url, created_at) VALUES (7, 'LMS', 'https://lms.example.edu', 'c',"
+                          " '[\"d\"]', 'https://lms.example.edu/a', 'https://lms.example.edu/t',"
+                          " 'https://lms.example.edu/j', '2026-01-01')"))
+    engine.dispose()
+    db.upgrade(url)
+    with create_engine(url).connect() as conn:
+        rows = conn.execute(text("SELECT id, role, external_id FROM users ORDER BY id")).all()
+    assert [tuple(r) for r in rows] == [(1, "admin", None), (2, "student", "lti:7|mallory"),
+                                        (3, "student", "lti:7|ada")]
+    db.engine_for(url).dispose()
