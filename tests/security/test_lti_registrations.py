@@ -99,10 +99,14 @@ def _signed_by_a_stranger(token: str, platform: Platform) -> str:
 
 
 @SQLITE_ONLY
-def test_the_platforms_keyset_is_cached_and_fetched_again_for_a_new_key(lms):
+def test_the_platforms_keyset_is_cached_and_fetched_again_for_a_new_key(lms, redis):
+    from grader.lti import jwks
+
     for _ in range(2):
         assert launch(lms, learner()).status_code == 200
     assert lms.jwks_requests == 1  # before: 2, one a launch
+    [cached] = redis.keys("lti:jwks:*")
+    assert 0 < redis.ttl(cached) <= jwks.CACHE_SECONDS  # a bounded lifetime
     lms.rotate_key()  # the platform signs with a new kid from now on
     assert launch(lms, learner()).status_code == 200
     assert lms.jwks_requests == 2
