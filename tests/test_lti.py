@@ -16,7 +16,7 @@ import requests
 
 from grader import catalog, db
 from grader.lti import platforms
-from grader.courses.models import Course, CourseMember
+from grader.courses.models import Course, CourseExercise, CourseMember
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.models import User
 from tests.live import publish_basics, serve, start_worker, stop
@@ -173,11 +173,13 @@ def test_an_instructor_launch_makes_a_course_instructor_and_a_link_remembers_its
         members = {m.user_id: m.role for m in session.query(CourseMember)}
         by_user = {u.external_id: members[u.id] for u in session.query(User)}
         [link] = session.query(LtiResourceLink).all()
+        [placed] = session.query(CourseExercise).all()
     # site roles stay "student": an LMS role holds in its own course only
     assert roles == {f"lti:{platform_id}|teacher-1": "student", f"lti:{platform_id}|student-2": "student"}
     assert by_user == {f"lti:{platform_id}|teacher-1": "instructor", f"lti:{platform_id}|student-2": "student"}
     assert (course.platform_id, course.context_id, course.code) == (platform_id, "course-1", "COURSE-1")
-    assert link.course_id == course.id and link.exercise_slug == "autograd-basics"
+    assert link.exercise_slug == "autograd-basics"
+    assert (placed.course_id, placed.exercise_slug) == (course.id, "autograd-basics")
 
 
 @SQLITE_ONLY

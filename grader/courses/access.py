@@ -2,7 +2,7 @@
 
 An administrator (a local account, `grader create-user --role admin`) sees everything.
 Staff of a course (ta, instructor) see the submissions its members made to the
-exercises placed in it (its LMS links); each course's rights stop at the course.
+exercises placed in it; each course's rights stop at the course.
 Everyone sees their own.
 """
 
@@ -11,9 +11,8 @@ from __future__ import annotations
 from sqlalchemy import exists, false, select
 from sqlalchemy.orm import Session, aliased
 
-from grader.courses.models import STAFF_ROLES, CourseMember
-from grader.lti.models import LtiResourceLink
-from grader.models import Submission, User
+from grader.courses.models import STAFF_ROLES, CourseExercise, CourseMember
+from grader.models import Exercise, Submission, User
 
 
 def is_admin(user: User | None) -> bool:
@@ -39,10 +38,10 @@ def is_staff_of(session: Session, user: User, course_id: int) -> bool:
 def _in_courses(course_ids: list[int]):
     """A condition on Submission: made by a member of one of the courses to an exercise
     placed in that same course."""
-    member, link = aliased(CourseMember), aliased(LtiResourceLink)
-    return exists(select(member.id).join(link, link.course_id == member.course_id).where(
+    member, placed = aliased(CourseMember), aliased(CourseExercise)
+    return exists(select(member.id).join(placed, placed.course_id == member.course_id).where(
         member.course_id.in_(course_ids), member.user_id == Submission.user_id,
-        link.exercise_slug == Submission.exercise_slug))
+        placed.exercise_slug == Submission.exercise_slug))
 
 
 def visible(session: Session, user: User, query):
@@ -55,15 +54,13 @@ def visible(session: Session, user: User, query):
 
 def course_exercises(session: Session, user: User) -> list[str]:
     """The slugs placed in the courses ``user`` is staff of (all of them for an admin)."""
-    from grader.models import Exercise
-
     if is_admin(user):
         return list(session.scalars(select(Exercise.slug).order_by(Exercise.slug)))
     courses = staff_courses(session, user)
     if not courses:
         return []
-    return list(session.scalars(select(LtiResourceLink.exercise_slug).where(
-        LtiResourceLink.course_id.in_(courses)).distinct().order_by(LtiResourceLink.exercise_slug)))
+    return list(session.scalars(select(CourseExercise.exercise_slug).where(
+        CourseExercise.course_id.in_(courses)).distinct().order_by(CourseExercise.exercise_slug)))
 
 
 def may_see(session: Session, user: User, row: Submission) -> bool:

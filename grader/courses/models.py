@@ -1,5 +1,6 @@
-"""What a course is made of: the course, its members with their role in it, and (in
-grader.lti.models.LtiResourceLink.course_id) the placements of exercises in it.
+"""What a course is made of: the course, its members with their role in it, and the
+exercises placed in it (by an LMS link launched from it, for now; assignments, with their
+deadlines and rules, will be these grown up).
 
 Shaped for courses made in the grader itself too: ``platform_id`` and ``context_id``
 are empty for a local course; title, code and time zone belong to the course either way."""
@@ -49,3 +50,15 @@ class CourseMember(Base):
     role: Mapped[str] = mapped_column(String(20), default="student")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class CourseExercise(Base):
+    """An exercise placed in a course. Staff of the course see what its members submit to it."""
+
+    __tablename__ = "course_exercises"
+    __table_args__ = (UniqueConstraint("course_id", "exercise_slug", name="uq_course_exercises_course_slug"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)

@@ -8,7 +8,6 @@ from datetime import datetime
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from grader.courses import models as _courses  # noqa: F401  (the courses table placements point to)
 from grader.db import Base
 from grader.models import now
 
@@ -46,8 +45,7 @@ class LtiPlatform(Base):
 
 
 class LtiResourceLink(Base):
-    """An LMS link (its resource link id, stable per platform) and the exercise it opens:
-    a placement of the exercise in the course (LTI context) the link was launched from."""
+    """An LMS link (its resource link id, stable per platform) and the exercise it opens."""
 
     __tablename__ = "lti_resource_links"
     __table_args__ = (UniqueConstraint("platform_id", "resource_link_id", name="uq_lti_links_platform_link"),)
@@ -56,8 +54,6 @@ class LtiResourceLink(Base):
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
     resource_link_id: Mapped[str] = mapped_column(String(500))
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
-    # None: launched without a context claim, so in no course (and no staff sees it but admins)
-    course_id: Mapped[int | None] = mapped_column(ForeignKey("courses.id", ondelete="SET NULL"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

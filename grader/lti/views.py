@@ -13,7 +13,8 @@ from sqlalchemy.exc import IntegrityError
 
 from grader import db, submissions
 from grader.courses import access
-from grader.courses.models import STAFF_ROLES, Course, CourseMember
+from grader.courses import members
+from grader.courses.models import STAFF_ROLES, Course
 from grader.lti import keys, platforms, roles
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
@@ -123,14 +124,16 @@ def lms_user_id(platform_id: int, sub: str) -> str:
 
 def _record(data: Launch, role: str) -> tuple[int, str | None, int | None]:
     """The user (made on first launch), the course launched from and the user's role in
-    it, the exercise the link opens (remembered for the link, placed in the course), and
-    where the user's score goes. One transaction."""
+    it, the exercise the link opens (remembered for the link, and placed in the course),
+    and where the user's score goes. One transaction."""
     with db.transaction(_database_url()) as s:
         user = submissions.user_by_external_id(s, lms_user_id(data.platform_id, data.sub), name=data.name[:200])
         if data.name:
             user.name = data.name[:200]
         course = _course(s, data, user.id, role) if data.context_id else None
-        slug = _exercise_for(s, data, course)
+        slug = _exercise_for(s, data)
+        if slug and course is not None:
+            members.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
             _record_target(s, data, user.id, slug)
         s.flush()
@@ -150,12 +153,7 @@ def _course(s, data: Launch, user_id: int, role: str) -> Course:
     if data.context_label or not course.code:
         course.code = data.context_label[:200]
     s.flush()
-    member = s.scalar(select(CourseMember).where(CourseMember.course_id == course.id,
-                                                 CourseMember.user_id == user_id))
-    if member is None:
-        s.add(CourseMember(course_id=course.id, user_id=user_id, role=role))
-    else:
-        member.role = role
+    members.set_role(s, course.id, user_id, role)
     return course
 
 
@@ -188,9 +186,9 @@ def _record_target(s, data: Launch, user_id: int, slug: str) -> None:
     target.lti_user_id, target.scopes = data.sub, list(data.ags_scopes)
 
 
-def _exercise_for(s, data: Launch, course: Course | None) -> str | None:
+def _exercise_for(s, data: Launch) -> str | None:
     """The custom parameter ``exercise`` (set by our deep linking response, or by hand),
-    else what this link opened before. The link is placed in the launch's course."""
+    else what this link opened before."""
     link = None
     if data.resource_link_id:
         link = s.scalar(select(LtiResourceLink).where(LtiResourceLink.platform_id == data.platform_id,
@@ -202,17 +200,12 @@ def _exercise_for(s, data: Launch, course: Course | None) -> str | None:
             return None
         if data.resource_link_id:
             if link is None:
-                link = LtiResourceLink(platform_id=data.platform_id, resource_link_id=data.resource_link_id,
-                                       exercise_slug=row.slug)
-                s.add(link)
+                s.add(LtiResourceLink(platform_id=data.platform_id, resource_link_id=data.resource_link_id,
+                                      exercise_slug=row.slug))
             else:
                 link.exercise_slug = row.slug
-            if course is not None:
-                link.course_id = course.id
         return row.slug
     if link is not None:
-        if course is not None:
-            link.course_id = course.id
         row = s.get(Exercise, link.exercise_slug)
         return row.slug if row is not None and row.published else None
     return None

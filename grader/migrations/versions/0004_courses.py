@@ -1,5 +1,4 @@
-"""Courses (LTI contexts) and their members; placements belong to a course; the admin
-role; LMS users keyed by their platform registration instead of an issuer string
+"""Courses (LTI contexts), their members and the exercises placed in them; the admin role; LMS users keyed by their platform registration instead of an issuer string
 
 Revision ID: 0004
 Revises: 0003
@@ -46,11 +45,15 @@ def upgrade() -> None:
         sa.Column("updated_at", TS, nullable=False),
         sa.UniqueConstraint("course_id", "user_id", name="uq_course_members_course_user"),
     )
-    with op.batch_alter_table("lti_resource_links") as batch:
-        batch.add_column(sa.Column("course_id", sa.Integer))
-        batch.create_foreign_key("fk_lti_resource_links_course", "courses", ["course_id"], ["id"],
-                                 ondelete="SET NULL")
-        batch.create_index("ix_lti_resource_links_course_id", ["course_id"])
+    op.create_table(
+        "course_exercises",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("course_id", sa.Integer, sa.ForeignKey("courses.id", ondelete="CASCADE"), nullable=False,
+                  index=True),
+        sa.Column("exercise_slug", sa.String(100), sa.ForeignKey("exercises.slug"), nullable=False, index=True),
+        sa.Column("created_at", TS, nullable=False),
+        sa.UniqueConstraint("course_id", "exercise_slug", name="uq_course_exercises_course_slug"),
+    )
 
     bind = op.get_bind()
     # The site-wide powers the instructor role had are the administrator's now: local
@@ -90,9 +93,6 @@ def downgrade() -> None:
             bind.execute(users.update().where(users.c.id == user_id)
                          .values(external_id=f"{issuers[int(platform)]}|{sub}"))
     bind.execute(users.update().where(users.c.role == "admin").values(role="instructor"))
-    with op.batch_alter_table("lti_resource_links") as batch:
-        batch.drop_index("ix_lti_resource_links_course_id")
-        batch.drop_constraint("fk_lti_resource_links_course", type_="foreignkey")
-        batch.drop_column("course_id")
+    op.drop_table("course_exercises")
     op.drop_table("course_members")
     op.drop_table("courses")
