@@ -22,7 +22,7 @@ def learner(user: str = "student-1", **kwargs) -> Pending:
     return Pending(user=user, roles=[LEARNER], custom={"exercise": "autograd-basics"}, **kwargs)
 
 
-def account(database_url: str, email: str, role: str) -> None:
+def local_account(database_url: str, email: str, role: str) -> None:
     with db.transaction(database_url) as session:
         users.create_user(session, email=email, password=PASSWORD, role=role)
 

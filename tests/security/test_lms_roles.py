@@ -9,7 +9,8 @@ import requests
 from click.testing import CliRunner
 
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending
-from tests.security.helpers import account, csrf_of, launch, learner, signed_in, submit
+from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
+from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 SITE_PAGES = ("/instructor/submissions", "/instructor/exercises", "/instructor/lti/platforms",
@@ -83,7 +84,7 @@ def test_site_wide_powers_belong_to_an_administrator_made_on_the_command_line(lm
     assert "|student-1" in admin.get(f"{tool}/instructor/submissions", timeout=30).text
     assert admin.get(mine, timeout=30).status_code == 200
     # A local instructor registers an LMS, and has no site-wide power.
-    account(service, "ines@example.org", "instructor")
+    local_account(service, "ines@example.org", "instructor")
     ines = signed_in(tool, "ines@example.org")
     assert ines.get(f"{tool}/instructor/lti/platforms", timeout=30).status_code == 200
     for path in ("/instructor/submissions", "/instructor/exercises", "/instructor/lti/deliveries"):

@@ -15,7 +15,8 @@ from grader import db
 from grader.lti import platforms
 from grader.lti.models import LtiPlatform
 from tests.lti_platform import Platform, rsa_pair
-from tests.security.helpers import account, csrf_of, launch, learner, signed_in, submit
+from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
+from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -31,7 +32,7 @@ def register(browser: requests.Session, tool: str, **fields) -> requests.Respons
 def test_an_issuer_registered_again_reaches_none_of_its_users(lms, tool, service):
     victim = requests.Session()
     theirs = submit(victim, launch(lms, learner("student-1"), victim))
-    account(service, "mallory@example.org", "instructor")
+    local_account(service, "mallory@example.org", "instructor")
     mallory = signed_in(tool, "mallory@example.org")
     with Platform(tool, issuer=lms.issuer, client_id="mallorys-client").served() as forger:
         refused = register(mallory, tool, **forger.tool_registration())
@@ -54,7 +55,7 @@ def test_only_its_owner_or_an_administrator_changes_a_registration(tool, service
                   auth_token_url="https://moodle.example.edu/mod/lti/token.php",
                   jwks_url="https://moodle.example.edu/mod/lti/certs.php")
     for email in ("ines@example.org", "mallory@example.org"):
-        account(service, email, "instructor")
+        local_account(service, email, "instructor")
     ines = signed_in(tool, "ines@example.org")
     assert register(ines, tool, **fields).status_code == 303
     mallory = signed_in(tool, "mallory@example.org")
@@ -66,7 +67,7 @@ def test_only_its_owner_or_an_administrator_changes_a_registration(tool, service
         row = session.query(LtiPlatform).one()
         assert (row.jwks_url, row.deployment_ids) == (fields["jwks_url"], ["1"])
     assert register(ines, tool, **{**fields, "deployment_ids": ["2"]}).status_code == 303
-    account(service, "root@example.org", "admin")
+    local_account(service, "root@example.org", "admin")
     root = signed_in(tool, "root@example.org")
     assert register(root, tool, **{**fields, "deployment_ids": ["3"]}).status_code == 303
     with db.transaction(service) as session:
@@ -83,7 +84,7 @@ def test_platform_urls_must_be_https(tool, service, monkeypatch):
              "--jwks-url", "https://lms.example.edu/jwks"]
     refused = CliRunner().invoke(main, ["lti", "add-platform", *plain])
     assert refused.exit_code == 1 and "https URL" in refused.output  # before: 0, registered
-    account(service, "ines@example.org", "instructor")
+    local_account(service, "ines@example.org", "instructor")
     ines = signed_in(tool, "ines@example.org")
     page = register(ines, tool, issuer="https://lms.example.edu", client_id="abc", deployment_ids=["1"],
                     auth_login_url="https://lms.example.edu/auth", auth_token_url="https://lms.example.edu/token",

@@ -1,5 +1,5 @@
-"""The service as an attacker meets it: the grader served over HTTP, a registered test
-LMS (lti1p3platform, tests/lti_platform.py), browsers as requests sessions."""
+"""Fixtures of the LMS security tests: the grader served over HTTP and a registered test
+LMS (lti1p3platform, tests/lti_platform.py). A test module imports the ones it uses."""
 
 from __future__ import annotations
 
