@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from grader.accounts.models import Role  # the role names, for --role
+
 
 @click.group()
 def main() -> None:
@@ -91,11 +93,13 @@ def db_upgrade_command() -> None:
 
 @main.command("create-user")
 @click.option("--email", required=True, help="The email the user signs in with.")
-@click.option("--role", default="student", show_default=True, type=click.Choice(("student", "instructor")))
+@click.option("--role", default="student", show_default=True, type=click.Choice([role.value for role in Role]),
+              help="admin: site-wide powers (bundles, every submission and registration); instructor: may "
+                   "register an LMS; rights in a course come from the course.")
 @click.option("--name", default="", help="The name pages show (default: the email's local part).")
 @click.password_option(help="The password (asked for when not given; at least 8 characters).")
 def create_user_command(email: str, role: str, name: str, password: str) -> None:
-    """Create a local account, such as the first instructor."""
+    """Create a local account, such as the first administrator."""
     from grader import db
     from grader.accounts import users
 

@@ -24,6 +24,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.exceptions import InvalidURL
 
+from grader.settings import settings
+
 MAX_URL = 2000
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -60,8 +62,6 @@ class Target:
 
 
 def allow_private() -> bool:
-    from grader.settings import settings
-
     return settings().outbound_allow_private
 
 
@@ -230,6 +230,4 @@ class Session(requests.Session):
 
 
 def session(timeout: float | None = None, *, user_agent: str = "autograd-grader") -> Session:
-    from grader.settings import settings
-
     return Session(settings().http_timeout_s if timeout is None else timeout, user_agent=user_agent)

@@ -47,6 +47,8 @@ class Settings:
     cookie_secure: bool
     trusted_proxies: int  # proxies in front that set X-Forwarded-*; 0: trust none (ProxyFix off)
     lti_score_policy: str  # what goes to the LMS gradebook: "best" or "latest"
+    # Platform URLs and deep linking returns over plain http: for development and tests only.
+    lti_allow_http: bool
     http_timeout_s: float  # each outgoing HTTP request (LMS services, webhooks)
     retry_base_s: float  # first back-off of score passback and webhook deliveries; doubles
     # Outgoing requests (webhooks, LMS services) may call private, loopback and link-local
@@ -80,6 +82,7 @@ class Settings:
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),
             trusted_proxies=int(os.environ.get("GRADER_TRUSTED_PROXIES", 0)),
             lti_score_policy=os.environ.get("GRADER_LTI_SCORE_POLICY", "best"),
+            lti_allow_http=_flag("GRADER_LTI_ALLOW_HTTP"),
             http_timeout_s=float(os.environ.get("GRADER_HTTP_TIMEOUT_S", 10)),
             retry_base_s=float(os.environ.get("GRADER_RETRY_BASE_S", 30)),
             outbound_allow_private=_flag("GRADER_OUTBOUND_ALLOW_PRIVATE") or _flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),

@@ -247,13 +247,14 @@ def _redis(children: Children, redis_url: str, instance: Path) -> None:
 
 
 def _first_instructor(database_url: str) -> tuple[str, str] | None:
-    """(email, password) of the instructor account made now, where there is none yet."""
+    """(email, password) of the instructor account made now (an administrator: the first account
+    holds the site-wide powers), where there is no administrator yet."""
     with db.transaction(database_url) as session:
-        if session.scalar(select(User.id).where(User.role == Role.INSTRUCTOR).limit(1)) is not None:
+        if session.scalar(select(User.id).where(User.role == Role.ADMIN).limit(1)) is not None:
             return None
         password = secrets.token_urlsafe(12)
         try:
-            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role=Role.INSTRUCTOR)
+            create_user(session, email=INSTRUCTOR_EMAIL, password=password, role=Role.ADMIN)
         except AccountError as exc:
             click.echo(f"no instructor account was made: {exc}", err=True)
             return None

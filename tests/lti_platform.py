@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from html.parser import HTMLParser
+from typing import Callable
 from urllib.parse import urljoin
 
 import jwt
@@ -80,6 +81,10 @@ class Pending:
     expires_in: int = 300  # seconds; negative: the id token is expired when it is made
     deployment_id: str | None = None  # another than the registered one
     sign_with: str | None = None  # a private key other than the platform's, same kid
+    context: str | None = "course-1"  # the course (LTI context) launched from; None: no context claim
+    return_url: str | None = None  # deep linking: another return URL than the platform's own
+    # the signed id token rewritten (tamper(token, platform) -> token), e.g. a malformed one
+    tamper: Callable[[str, "Platform"], str] | None = None
 
 
 class Platform:
@@ -95,6 +100,7 @@ class Platform:
         self.deep_links: list[list[dict]] = []
         self.errors: list[str] = []
         self.token_requests = 0
+        self.jwks_requests = 0
         self.fail_scores = 0  # answer this many score posts with 503 first
         self._lock = threading.Lock()
         self.app = self._make_app()
@@ -120,6 +126,10 @@ class Platform:
                 return platform.registration()
 
         return Config()
+
+    def rotate_key(self) -> None:
+        """A new key pair (so a new kid), as a platform rotating its keys does."""
+        self.private_key, self.public_key = rsa_pair()
 
     @property
     def kid(self) -> str:
@@ -157,9 +167,11 @@ class Platform:
                 pending = platform.pending[preflight_response["lti_message_hint"]]
                 self.set_user_data(pending.user, pending.roles, full_name=pending.name)
                 self.set_id_token_expiration(pending.expires_in)
-                self.set_launch_context_claim("course-1", context_title="Deep learning 101")
+                if pending.context:
+                    self.set_launch_context_claim(pending.context, context_title=f"Deep learning ({pending.context})",
+                                                  context_label=pending.context.upper())
                 if pending.kind == "deeplink":
-                    self.set_dl(f"{platform.url}/deep_link_return", title="Choose exercises",
+                    self.set_dl(pending.return_url or f"{platform.url}/deep_link_return", title="Choose exercises",
                                 accept_types={"ltiResourceLink"}, extra_data={"opaque": "kept"})
                 else:
                     self.set_resource_link_claim(pending.resource_link, title="An exercise")
@@ -180,6 +192,8 @@ class Platform:
                     body = jwt.decode(data["id_token"], options={"verify_signature": False})
                     data["id_token"] = jwt.encode(body, self._pending.sign_with, algorithm="RS256",
                                                   headers={"kid": platform.kid})
+                if self._pending.tamper:
+                    data["id_token"] = self._pending.tamper(data["id_token"], platform)
                 return data
 
             def render_launch_form(self, launch_data, **kwargs):
@@ -230,6 +244,7 @@ class Platform:
 
         @app.get("/jwks")
         def jwks():
+            platform.jwks_requests += 1
             return jsonify(keys=platform.registration().get_jwks())
 
         @app.get("/start/<hint>")

@@ -52,14 +52,15 @@ def zipped(entries: dict[str, bytes | str], links: tuple[str, ...] = ()) -> byte
 
 @pytest.fixture
 def published(database_url, monkeypatch, tmp_path):
-    """autograd-basics published from the catalogue at version 1, and an instructor."""
+    """autograd-basics published from the catalogue at version 1, and an administrator (uploading is
+    site-wide)."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.setenv("GRADER_BUNDLE_CACHE", str(tmp_path / "cache"))
     exercise = catalog.find("autograd-basics")
     with db.transaction(database_url) as session:
         session.add(Exercise(slug=exercise.slug, version=1, title=exercise.title, device=exercise.device,
                              max_score=6, functions=list(exercise.functions)))
-        users.create_user(session, email="ines@example.org", password="correct horse", role="instructor",
+        users.create_user(session, email="ines@example.org", password="correct horse", role="admin",
                           name="Ines")
     return database_url
 
@@ -88,7 +89,7 @@ def test_a_broken_upload_says_what_is_wrong_and_stores_nothing(published, archiv
 
 
 def test_an_upload_too_large_to_unpack_is_refused(published, monkeypatch):
-    monkeypatch.setattr(bundles, "MAX_UNPACKED_BYTES", 1000)
+    monkeypatch.setattr(uploads, "MAX_UNPACKED_BYTES", 1000)
     with pytest.raises(uploads.UploadError, match="unpacks to more than 1000 bytes"):
         with db.transaction(published) as session:
             uploads.receive(session, zipped({"b/exercise.toml": "x" * 2000}))
@@ -186,7 +187,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
     assert "Rejected" in listing and "Published" in listing
 
 
-def test_uploading_is_for_instructors_only(published, app):
+def test_uploading_is_for_administrators_only(published, app):
     with db.transaction(published) as session:
         users.create_user(session, email="ada@example.org", password="correct horse")
     client = app.test_client()

@@ -16,8 +16,9 @@ import requests
 
 from grader import catalog, db
 from grader.lti import platforms
-from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.accounts.models import User
+from grader.courses.models import Course, CourseExercise, CourseMember
+from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from tests.live import publish_basics, serve, start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
 
@@ -31,6 +32,7 @@ def service(database_url, redis, monkeypatch):
     """The deployment's environment (the worker inherits it) and a published exercise."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.setenv("GRADER_OUTBOUND_ALLOW_PRIVATE", "1")  # the test platform listens on 127.0.0.1
+    monkeypatch.setenv("GRADER_LTI_ALLOW_HTTP", "1")  # the test platform serves plain http on 127.0.0.1
     publish_basics(database_url)
     return database_url
 
@@ -93,7 +95,8 @@ def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_grade
     assert score["timestamp"]
     assert lms.errors == []
     with db.transaction(service) as session:
-        user = session.query(User).filter_by(external_id=f"{lms.issuer}|student-1").one()
+        platform_id = session.query(LtiPlatform).one().id
+        user = session.query(User).filter_by(external_id=f"lti:{platform_id}|student-1").one()
         assert user.role == "student" and user.name == "Ada Lovelace" and user.password_hash is None
         assert session.query(LtiGradeTarget).filter_by(user_id=user.id).count() == 1
         posts = session.query(LtiScorePost).all()
@@ -157,7 +160,7 @@ def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, se
 
 
 @SQLITE_ONLY
-def test_an_instructor_launch_makes_an_instructor_and_a_link_remembers_its_exercise(lms, service):
+def test_an_instructor_launch_makes_a_course_instructor_and_a_link_remembers_its_exercise(lms, service):
     page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], custom={"exercise": "autograd-basics"},
                                resource_link="link-7"))
     assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics")
@@ -165,8 +168,19 @@ def test_an_instructor_launch_makes_an_instructor_and_a_link_remembers_its_exerc
     again = launch(lms, Pending(user="student-2", roles=[LEARNER], resource_link="link-7"))
     assert again.status_code == 200 and again.url.endswith("/exercises/autograd-basics")
     with db.transaction(service) as session:
+        platform_id = session.query(LtiPlatform).one().id
         roles = {u.external_id: u.role for u in session.query(User)}
-    assert roles == {f"{lms.issuer}|teacher-1": "instructor", f"{lms.issuer}|student-2": "student"}
+        [course] = session.query(Course).all()
+        members = {m.user_id: m.role for m in session.query(CourseMember)}
+        by_user = {u.external_id: members[u.id] for u in session.query(User)}
+        [link] = session.query(LtiResourceLink).all()
+        [placed] = session.query(CourseExercise).all()
+    # site roles stay "student": an LMS role holds in its own course only
+    assert roles == {f"lti:{platform_id}|teacher-1": "student", f"lti:{platform_id}|student-2": "student"}
+    assert by_user == {f"lti:{platform_id}|teacher-1": "instructor", f"lti:{platform_id}|student-2": "student"}
+    assert (course.platform_id, course.context_id, course.code) == (platform_id, "course-1", "COURSE-1")
+    assert link.exercise_slug == "autograd-basics"
+    assert (placed.course_id, placed.exercise_slug) == (course.id, "autograd-basics")
 
 
 @SQLITE_ONLY

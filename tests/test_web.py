@@ -33,7 +33,7 @@ def site(app, database_url):
     publish_basics(database_url)
     with db.transaction(database_url) as session:
         for email, role in (("ada@example.org", "student"), ("bob@example.org", "student"),
-                            ("ines@example.org", "instructor")):
+                            ("ines@example.org", "admin")):
             users.create_user(session, email=email, password="correct horse", role=role, name=email.split("@")[0])
     return app
 
@@ -289,7 +289,7 @@ def test_students_see_only_their_own_submissions(site, ada, database_url):
     assert bob.get("/instructor/submissions").status_code == 403
 
 
-def test_instructors_see_every_submission_and_filter_by_exercise_and_student(site, ada, database_url):
+def test_administrators_see_every_submission_and_filter_by_exercise_and_student(site, ada, database_url):
     mine = submit(ada).location
     bob = site.test_client()
     sign_in(bob, "bob@example.org")
@@ -329,7 +329,7 @@ def test_grader_create_user_makes_an_account_that_can_sign_in(site, database_url
     from grader.cli import main
 
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    made = CliRunner().invoke(main, ["create-user", "--email", "Teacher@Example.org", "--role", "instructor"],
+    made = CliRunner().invoke(main, ["create-user", "--email", "Teacher@Example.org", "--role", "admin"],
                               input="a long password\na long password\n")
     assert made.exit_code == 0, made.output
     again = CliRunner().invoke(main, ["create-user", "--email", "teacher@example.org", "--password", "whatever1"])

@@ -99,7 +99,7 @@ def test_a_graded_submission_is_delivered_signed_and_retried_after_a_failure(cli
 
 
 @SQLITE_ONLY
-def test_deliveries_are_visible_to_instructors_without_the_secret(client, api_key, service):
+def test_deliveries_are_visible_to_administrators_without_the_secret(client, api_key, service):
     from grader.accounts import users
     from grader.webhooks import Webhook
 
@@ -111,7 +111,7 @@ def test_deliveries_are_visible_to_instructors_without_the_secret(client, api_ke
         hook = session.query(Webhook).one()
         session.add(WebhookDelivery(webhook_id=hook.id, submission_id=submission, attempt=1, ok=False,
                                     status_code=None, error="ConnectTimeout: no answer", duration_ms=10000))
-        users.create_user(session, email="teacher@example.org", password="correct horse", role="instructor")
+        users.create_user(session, email="teacher@example.org", password="correct horse", role="admin")
     with client.session_transaction() as browser_session:
         from grader.accounts.models import User
         with db.transaction(service) as session:

@@ -12,8 +12,14 @@ from grader.db import Base, now
 
 
 class Role(StrEnum):
+    """A local account's site role. Only an admin has site-wide powers (uploading bundles,
+    every submission, every registration); an instructor may register an LMS it then owns.
+    Rights in a course come from grader.courses (an LMS user's from its launches), never
+    from this column."""
+
     STUDENT = "student"
     INSTRUCTOR = "instructor"
+    ADMIN = "admin"
 
 
 class User(Base):

@@ -26,7 +26,8 @@ class LtiKey(Base):
 
 
 class LtiPlatform(Base):
-    """A registered LMS: what an administrator copies from its tool registration."""
+    """A registered LMS: what an administrator copies from its tool registration. Only
+    ``created_by`` (its owner) or an administrator edits it; the CLI's have no owner."""
 
     __tablename__ = "lti_platforms"
     __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platforms_issuer_client"),)

@@ -2,8 +2,8 @@
 pylti1p3, so that replacing the library means rewriting this file and nothing else.
 
 What it offers: ``Tool.login()`` (OIDC login initiation), ``Tool.launch()`` (a validated
-launch: state, nonce, signature through the platform's JWKS, expiry, registration,
-deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``
+launch: its shape (claims.py), state, nonce, signature through the platform's JWKS
+(cached, jwks.py), expiry, registration, deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``
 and ``post_score()``.
 Nonces, states and launch data live in Redis.
 """
@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import jwt
 import redis as redis_py
 import requests
+from flask import request as flask_request
 from flask_babel import lazy_gettext as _
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.contrib.flask import (FlaskCacheDataStorage, FlaskMessageLaunch, FlaskOIDCLogin,
@@ -33,6 +34,10 @@ from pylti1p3.lineitem import LineItem
 from pylti1p3.registration import Registration
 from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.tool_config.abstract import ToolConfAbstract
+
+from grader import outbound
+from grader.lti import jwks
+from grader.lti.claims import MalformedMessage, check as check_shape
 
 log = logging.getLogger(__name__)
 
@@ -119,12 +124,16 @@ class Launch:
     message_type: str  # LtiResourceLinkRequest or LtiDeepLinkingRequest
     sub: str
     name: str
-    roles: tuple[str, ...]
+    roles: tuple[str, ...]  # as the platform spells them (full URIs); roles.py reads them
     resource_link_id: str | None
     custom: dict = field(default_factory=dict)
     lineitem: str | None = None
     lineitems: str | None = None  # the context's line item container
     ags_scopes: tuple[str, ...] = ()
+    context_id: str | None = None  # the course (LTI context) launched from
+    context_title: str = ""
+    context_label: str = ""
+    deep_link_return_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,17 +147,12 @@ class LinkItem:
     resource_id: str
 
 
-class _Session(requests.Session):
-    """requests with a timeout on every call (the library sets none)."""
+class _Session(outbound.Session):
+    """What the library calls the platform with: the outbound client (public addresses,
+    checked and pinned, no redirects), with a timeout on every call (the library sets none)."""
 
     def __init__(self, timeout: float):
-        super().__init__()
-        self.timeout = timeout
-        self.headers["User-Agent"] = "autograd-grader-lti"
-
-    def request(self, *args, **kwargs):
-        kwargs.setdefault("timeout", self.timeout)
-        return super().request(*args, **kwargs)
+        super().__init__(timeout, user_agent="autograd-grader-lti")
 
 
 class _RedisCache:
@@ -168,10 +172,12 @@ class _RedisCache:
 class _ToolConf(ToolConfAbstract):
     """Registrations from our database (through ``find``), signed with our current key."""
 
-    def __init__(self, find: Callable[[str], list[Platform]], key: KeyPair):
+    def __init__(self, find: Callable[[str], list[Platform]], key: KeyPair,
+                 keyset: Callable[[Platform, str], dict] | None = None):
         super().__init__()
-        self._find, self._key = find, key
+        self._find, self._key, self._keyset = find, key, keyset
         self.platform: Platform | None = None
+        self.kid: str | None = None  # of the token being verified: its platform's keyset is handed over
 
     def check_iss_has_one_client(self, iss: str) -> bool:
         return False
@@ -190,10 +196,14 @@ class _ToolConf(ToolConfAbstract):
         return self.platform
 
     def registration(self, platform: Platform) -> Registration:
-        return (Registration().set_issuer(platform.issuer).set_client_id(platform.client_id)
-                .set_key_set_url(platform.jwks_url).set_auth_token_url(platform.auth_token_url)
-                .set_auth_login_url(platform.auth_login_url)
-                .set_tool_private_key(self._key.private_pem).set_tool_public_key(self._key.public_pem))
+        registration = (Registration().set_issuer(platform.issuer).set_client_id(platform.client_id)
+                        .set_key_set_url(platform.jwks_url).set_auth_token_url(platform.auth_token_url)
+                        .set_auth_login_url(platform.auth_login_url)
+                        .set_tool_private_key(self._key.private_pem).set_tool_public_key(self._key.public_pem))
+        if self.kid is not None and self._keyset is not None:
+            # ours, cached: the library would fetch the keyset anew for every launch
+            registration.set_key_set(self._keyset(platform, self.kid))
+        return registration
 
     def find_registration_by_issuer(self, iss, *args, **kwargs):
         return self.registration(self._platform(iss, None))
@@ -240,21 +250,33 @@ def _text(claim, name: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _role_names(roles) -> tuple[str, ...]:
-    names = []
-    for role in roles if isinstance(roles, list) else []:
-        if isinstance(role, str):
-            names.append(role.rsplit("#", 1)[-1].rsplit("/", 1)[-1])
-    return tuple(names)
+def _fetch_keyset(url: str, timeout: float) -> bytes:
+    """The platform's JWKS document, as bytes (redirects not followed)."""
+    try:
+        # Through the outbound client: public addresses only, checked and pinned, no redirects.
+        with outbound.session(timeout, user_agent="autograd-grader-lti") as http:
+            response = http.get(url, allow_redirects=False, stream=True)
+            if response.status_code != 200:
+                raise jwks.KeysetError(f"{url} answered {response.status_code}")
+            raw = response.raw.read(jwks.MAX_BYTES + 1, decode_content=True)
+    except requests.RequestException as exc:
+        raise jwks.KeysetError(f"{url}: {exc}") from None
+    if len(raw) > jwks.MAX_BYTES:
+        raise jwks.KeysetError(f"{url}: the keyset is larger than {jwks.MAX_BYTES} bytes")
+    return raw
 
 
 class Tool:
     """The tool side of LTI 1.3 for one Flask request."""
 
     def __init__(self, find: Callable[[str], list[Platform]], key: KeyPair, redis_url: str, timeout: float = 10):
-        self._conf = _ToolConf(find, key)
         self._redis = redis_py.Redis.from_url(redis_url)
         self._timeout = timeout
+        self._conf = _ToolConf(find, key, self._keyset)
+
+    def _keyset(self, platform: Platform, kid: str) -> dict:
+        return jwks.key_set(self._redis, platform.id, platform.jwks_url, kid,
+                            lambda url: _fetch_keyset(url, self._timeout))
 
     def _storage(self) -> FlaskCacheDataStorage:
         return FlaskCacheDataStorage(_RedisCache(self._redis))
@@ -273,6 +295,11 @@ class Tool:
     def launch(self) -> Launch:
         """The launch this request POSTs, validated, or LaunchError."""
         try:
+            header, _body = check_shape(flask_request.form.get("id_token"))
+        except MalformedMessage as exc:
+            raise LaunchError("invalid_launch", str(exc)) from None
+        self._conf.kid = header["kid"]
+        try:
             message = FlaskMessageLaunch(FlaskRequest(), self._conf, launch_data_storage=self._storage(),
                                          requests_session=_Session(self._timeout))
             message.set_launch_data_lifetime(LAUNCH_DATA_SECONDS)
@@ -280,32 +307,41 @@ class Tool:
             launch_id = message.get_launch_id()
         except (LtiException, OIDCException, LaunchError) as exc:
             raise _classify(exc) from None
-        except requests.RequestException as exc:
+        except (requests.RequestException, jwks.KeysetError) as exc:
             raise LaunchError("platform_unreachable", str(exc)) from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            # the library choking on a message our shape check let through: still a refusal
+            log.warning("LTI launch the library could not read", exc_info=True)
+            raise LaunchError("invalid_launch", f"{type(exc).__name__}: {exc}") from None
         platform = self._conf.platform
         assert platform is not None
         # pylti1p3 checks the nonce was issued here, not that it is used only once.
         used = "lti:used-nonce:" + hashlib.sha256(f"{platform.issuer}|{body.get('nonce')}".encode()).hexdigest()
         if not self._redis.set(used, "1", nx=True, ex=USED_NONCE_SECONDS):
             raise LaunchError("replayed_nonce", f"nonce of issuer {platform.issuer!r} used before")
+        # Every claim read here has the type claims.check gave it (or is absent).
         ags = body.get(AGS_CLAIM) or {}
         link = body.get(CLAIM + "resource_link") or {}
         custom = body.get(CLAIM + "custom") or {}
+        context = body.get(CLAIM + "context") or {}
+        deep_linking = body.get(DL_CLAIM) or {}
         name = body.get("name") or " ".join(filter(None, (body.get("given_name"), body.get("family_name"))))
         return Launch(
             launch_id=launch_id, platform_id=platform.id, issuer=platform.issuer,
-            deployment_id=str(body.get(CLAIM + "deployment_id")),
-            message_type=str(body.get(CLAIM + "message_type")), sub=str(body.get("sub") or ""),
-            name=str(name or ""), roles=_role_names(body.get(CLAIM + "roles")),
-            resource_link_id=str(link["id"]) if isinstance(link, dict) and link.get("id") else None,
-            custom={str(k): str(v) for k, v in custom.items()} if isinstance(custom, dict) else {},
+            deployment_id=body[CLAIM + "deployment_id"], message_type=body[CLAIM + "message_type"],
+            sub=body.get("sub") or "", name=name or "", roles=tuple(body.get(CLAIM + "roles") or ()),
+            resource_link_id=link.get("id") or None,
+            custom={str(k): str(v) for k, v in custom.items()},
             lineitem=_text(ags, "lineitem"), lineitems=_text(ags, "lineitems"),
-            ags_scopes=tuple(s for s in ags.get("scope", []) if isinstance(s, str)) if isinstance(ags, dict) else (),
+            ags_scopes=tuple(ags.get("scope") or ()),
+            context_id=context.get("id") or None, context_title=context.get("title") or "",
+            context_label=context.get("label") or "",
+            deep_link_return_url=_text(deep_linking, "deep_link_return_url"),
         )
 
-    def deep_link_response(self, launch_id: str, items: list[LinkItem]) -> tuple[str, str]:
+    def deep_link_response(self, launch_id: str, items: list[LinkItem]) -> tuple[str, str, Platform]:
         """The signed LtiDeepLinkingResponse for the deep linking launch ``launch_id``:
-        (the platform's return URL, the JWT to POST there as ``JWT``)."""
+        (the platform's return URL, the JWT to POST there as ``JWT``, the platform)."""
         try:
             message = FlaskMessageLaunch.from_cache(launch_id, FlaskRequest(), self._conf,
                                                     launch_data_storage=self._storage())
@@ -319,7 +355,7 @@ class Tool:
                 resources.append(DeepLinkResource().set_title(item.title).set_url(item.url)
                                  .set_custom_params(item.custom).set_lineitem(line_item))
             token = deep_link.get_response_jwt(resources)
-            return message.get_launch_data()[DL_CLAIM]["deep_link_return_url"], token
+            return message.get_launch_data()[DL_CLAIM]["deep_link_return_url"], token, self._conf.platform
         except (LtiException, OIDCException) as exc:
             raise _classify(exc) from None
 

@@ -12,20 +12,22 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from grader import db, submissions
-from grader.lti import keys, platforms
+from grader.courses import access
+from grader.courses import members
+from grader.courses.models import STAFF_ROLES, Course
+from grader.lti import keys, platforms, roles
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
                               Tool)
 from grader.catalog.models import Exercise
 from grader.settings import settings
-from grader.web.auth import instructor_required
+from grader.web.auth import admin_required, login_required, platform_registrar_required
 from grader.webhooks import Webhook, WebhookDelivery
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("lti", __name__)
 
-INSTRUCTOR_ROLES = {"Instructor", "TeachingAssistant", "Administrator"}
 DEEP_LINKING = "LtiDeepLinkingRequest"
 RESOURCE_LINK = "LtiResourceLinkRequest"
 
@@ -75,24 +77,31 @@ def launch():
     if data.message_type not in (RESOURCE_LINK, DEEP_LINKING):
         return _problem("invalid_launch", f"message type {data.message_type!r}",
                         message=_("The grader accepts resource link and deep linking launches only."))
-    role = "instructor" if INSTRUCTOR_ROLES & set(data.roles) else "student"
+    # A role in this launch's course only, and only from its context roles; no course, no staff.
+    role = roles.course_role(data.roles) if data.context_id else "student"
+    if data.message_type == DEEP_LINKING and not _returns_to_platform(data):
+        return _problem("bad_return_url", f"deep linking return URL {data.deep_link_return_url!r}"[:300],
+                        message=_("The LMS asked for the chosen exercises to be sent to an address that is "
+                                  "not its own (https, on the LMS's host)."))
     try:
         try:
-            user_id, slug = _record(data, role)
+            user_id, slug, course_id = _record(data, role)
         except IntegrityError:  # a concurrent first launch made the same rows: look again
-            user_id, slug = _record(data, role)
+            user_id, slug, course_id = _record(data, role)
     except submissions.SubmissionError as exc:
         return _problem("invalid_launch", exc.message, message=_("The LMS sent no usable user id."))
     _sign_in(user_id)
-    log.info("LTI launch: user %s (%s) from %s, %s", user_id, role, data.issuer, data.message_type)
+    log.info("LTI launch: user %s (%s of course %s) from platform %s, %s", user_id, role, course_id,
+             data.platform_id, data.message_type)
+    staff = role in STAFF_ROLES
     if data.message_type == DEEP_LINKING:
-        if role != "instructor":
+        if not staff:
             return _problem("not_instructor", "deep linking by a non-instructor", status=403,
                             message=_("Only instructors choose exercises for the course."))
-        session["lti_deep_link"] = data.launch_id
+        session["lti_deep_link"] = {"launch": data.launch_id, "course": course_id}
         return redirect(url_for("lti.deep_link"), code=303)
     if slug is None:
-        if role == "instructor":
+        if staff:
             return redirect(url_for("web.exercises"), code=303)
         return _problem("link_not_connected", f"resource link {data.resource_link_id!r}", status=404,
                         message=_("This LMS link is not connected to an exercise. Ask your instructor "
@@ -101,19 +110,51 @@ def launch():
     return redirect(url_for("web.exercise", slug=slug), code=303)
 
 
-def _record(data: Launch, role: str) -> tuple[int, str | None]:
-    """The user (made on first launch), the exercise the link opens (remembered for the
-    link), and where the user's score goes. One transaction."""
+def _returns_to_platform(data: Launch) -> bool:
     with db.transaction(_database_url()) as s:
-        user = submissions.user_by_external_id(s, f"{data.issuer}|{data.sub}", name=data.name[:200])
-        user.role = role
+        row = s.get(LtiPlatform, data.platform_id)
+        return row is not None and platforms.returns_to(platforms.as_platform(row), data.deep_link_return_url)
+
+
+def lms_user_id(platform_id: int, sub: str) -> str:
+    """An LMS user's key: its platform registration's id, never an issuer string (which
+    anyone registering a platform could name again)."""
+    return f"lti:{platform_id}|{sub}"
+
+
+def _record(data: Launch, role: str) -> tuple[int, str | None, int | None]:
+    """The user (made on first launch), the course launched from and the user's role in
+    it, the exercise the link opens (remembered for the link, and placed in the course),
+    and where the user's score goes. One transaction."""
+    with db.transaction(_database_url()) as s:
+        user = submissions.user_by_external_id(s, lms_user_id(data.platform_id, data.sub), name=data.name[:200])
         if data.name:
             user.name = data.name[:200]
+        course = _course(s, data, user.id, role) if data.context_id else None
         slug = _exercise_for(s, data)
+        if slug and course is not None:
+            members.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
             _record_target(s, data, user.id, slug)
         s.flush()
-        return user.id, slug
+        return user.id, slug, course.id if course else None
+
+
+def _course(s, data: Launch, user_id: int, role: str) -> Course:
+    """The launch's course (made on its first launch) with the user's role in it, as the
+    launch says now."""
+    course = s.scalar(select(Course).where(Course.platform_id == data.platform_id,
+                                           Course.context_id == data.context_id))
+    if course is None:
+        course = Course(platform_id=data.platform_id, context_id=data.context_id)
+        s.add(course)
+    if data.context_title or not course.title:
+        course.title = data.context_title[:500]
+    if data.context_label or not course.code:
+        course.code = data.context_label[:200]
+    s.flush()
+    members.set_role(s, course.id, user_id, role)
+    return course
 
 
 def _grade_target_wanted(data: Launch) -> bool:
@@ -182,13 +223,17 @@ def _sign_in(user_id: int) -> None:
 # ------------------------------------------------------------------ deep linking
 
 @bp.route("/lti/deep-link", methods=("GET", "POST"))
-@instructor_required
+@login_required
 def deep_link():
-    launch_id = session.get("lti_deep_link")
-    if not launch_id:
+    pending = session.get("lti_deep_link")
+    if not isinstance(pending, dict) or not pending.get("launch"):
         return _problem("no_deep_link", "no deep linking launch in this session", status=400,
                         message=_("Start choosing exercises from the LMS (add an activity or an external tool)."))
+    launch_id = pending["launch"]
     with db.transaction(_database_url()) as s:
+        if not access.is_staff_of(s, g.user, pending["course"]):  # the role may be gone since
+            return _problem("not_instructor", "deep linking by a non-instructor", status=403,
+                            message=_("Only instructors choose exercises for the course."))
         exercises = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
     if request.method == "GET":
         return render_template("lti/deep_link.html", exercises=exercises, error=None)
@@ -201,9 +246,13 @@ def deep_link():
     items = [LinkItem(title=row.title.get("en") or row.slug, url=launch_url, custom={"exercise": row.slug},
                       score_maximum=float(row.max_score), resource_id=row.slug) for row in picked]
     try:
-        return_url, token = _tool().deep_link_response(launch_id, items)
+        return_url, token, platform = _tool().deep_link_response(launch_id, items)
     except LaunchError as exc:
         return _problem(exc.kind, exc.detail)
+    if not platforms.returns_to(platform, return_url):  # checked at launch; the form posts a signed token
+        return _problem("bad_return_url", f"deep linking return URL {return_url!r}"[:300],
+                        message=_("The LMS asked for the chosen exercises to be sent to an address that is "
+                                  "not its own (https, on the LMS's host)."))
     session.pop("lti_deep_link", None)
     return render_template("lti/autopost.html", action=return_url, fields={"JWT": token})
 
@@ -257,7 +306,7 @@ def config():
 # ------------------------------------------------------------------ instructor pages
 
 @bp.route("/instructor/lti/platforms", methods=("GET", "POST"))
-@instructor_required
+@platform_registrar_required
 def platform_list():
     error, status, form = None, 200, {}
     if request.method == "POST":
@@ -268,9 +317,11 @@ def platform_list():
                 platforms.add(s, issuer=form["issuer"], client_id=form["client_id"],
                               deployment_ids=platforms.split_ids(form["deployment_ids"]),
                               auth_login_url=form["auth_login_url"], auth_token_url=form["auth_token_url"],
-                              jwks_url=form["jwks_url"], name=form["name"], created_by=g.user.id)
+                              jwks_url=form["jwks_url"], name=form["name"], actor=g.user)
         except platforms.PlatformError as exc:
-            error, status = _platform_error(exc), 422
+            error, status = _platform_error(exc), 403 if exc.forbidden else 422
+            log.warning("LTI platform %s (client %s) refused for user %s: %s", form["issuer"][:200],
+                        form["client_id"][:200], g.user.id, exc)
         except IntegrityError:
             error, status = _("That platform was just registered by someone else; reload the page."), 409
         else:
@@ -278,7 +329,10 @@ def platform_list():
                      g.user.id)
             return redirect(url_for("lti.platform_list"), code=303)
     with db.transaction(_database_url()) as s:
-        rows = s.scalars(select(LtiPlatform).order_by(LtiPlatform.created_at)).all()
+        query = select(LtiPlatform).order_by(LtiPlatform.created_at)
+        if not access.is_admin(g.user):  # an instructor sees (and may change) only their own
+            query = query.where(LtiPlatform.created_by == g.user.id)
+        rows = s.scalars(query).all()
     return render_template("instructor/lti_platforms.html", platforms=rows, error=error, form=form,
                            tool=tool_configuration(request.url_root)), status
 
@@ -293,12 +347,15 @@ def _platform_error(exc: platforms.PlatformError) -> str:
         "auth_login_url": _("The authentication (OIDC auth) URL must be an absolute https URL."),
         "auth_token_url": _("The access token URL must be an absolute https URL."),
         "jwks_url": _("The JWKS (public keyset) URL must be an absolute https URL."),
+        "owner": _("This registration belongs to someone else: only its owner or an administrator changes it."),
     }
+    if exc.field == "issuer" and exc.forbidden:
+        return _("This issuer is registered already: only an administrator adds another client id to it.")
     return known.get(exc.field, str(exc))
 
 
 @bp.get("/instructor/lti/deliveries")
-@instructor_required
+@admin_required
 def deliveries():
     """Webhook deliveries and score passbacks, newest first: what was sent, what came back."""
     with db.transaction(_database_url()) as s:

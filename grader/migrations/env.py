@@ -5,6 +5,7 @@ from alembic import context
 # Every domain's models, so that their tables are in Base.metadata.
 import grader.accounts.models  # noqa: F401
 import grader.catalog.models  # noqa: F401
+import grader.courses.models  # noqa: F401
 import grader.lti.models  # noqa: F401
 import grader.submissions.models  # noqa: F401
 import grader.webhooks  # noqa: F401

@@ -1,4 +1,5 @@
-"""Signing in with a local account; who the current user is; who may see what.
+"""Signing in with a local account; who the current user is; who may see what
+(grader.courses.access decides; the decorators here apply it to views).
 
 Sessions are Flask's signed cookies holding the user's id, the user's session version
 when it began and when it began; every form carries a CSRF token (Flask-WTF's
@@ -19,7 +20,8 @@ from flask_babel import gettext as _
 
 from grader import db
 from grader.accounts import users
-from grader.accounts.models import Role, User
+from grader.accounts.models import User
+from grader.courses import access
 from grader.extensions import LANGUAGES, limiter
 from grader.web import bp
 from grader.web.headers import admin_page
@@ -79,19 +81,46 @@ def login_required(view):
     return wrapped
 
 
-def instructor_required(view):
-    @functools.wraps(view)
-    def framed_never(**kwargs):
-        admin_page()  # whatever the answer (the page, a redirect to sign in, a 403)
-        return wrapped(**kwargs)
+def _requires(allowed):
+    """A view for signed-in users for whom ``allowed(session, user)`` holds; 403 for others."""
+    def decorator(view):
+        @functools.wraps(view)
+        def framed_never(**kwargs):
+            admin_page()  # whatever the answer (the page, a redirect to sign in, a 403)
+            return wrapped(**kwargs)
 
-    @login_required
-    def wrapped(**kwargs):
-        if g.user.role != Role.INSTRUCTOR:
-            abort(403)
-        return view(**kwargs)
+        @login_required
+        def wrapped(**kwargs):
+            with db.transaction(database_url()) as s:
+                ok = allowed(s, g.user)
+            if not ok:
+                abort(403)
+            return view(**kwargs)
 
-    return framed_never
+        return framed_never
+
+    return decorator
+
+
+# Site-wide powers: a local administrator only.
+admin_required = _requires(lambda s, user: access.is_admin(user))
+# The course submission pages: an administrator, or staff (ta, instructor) of some course.
+staff_required = _requires(lambda s, user: access.is_admin(user) or bool(access.staff_courses(s, user)))
+# Registering an LMS: a local instructor or administrator, never an LMS user.
+platform_registrar_required = _requires(lambda s, user: access.may_register_platforms(user))
+
+
+@bp.app_context_processor
+def access_helpers() -> dict:
+    """What the navigation offers the signed-in user."""
+    def is_staff() -> bool:
+        if g.user is None:
+            return False
+        with db.transaction(database_url()) as s:
+            return access.is_admin(g.user) or bool(access.staff_courses(s, g.user))
+
+    return {"is_admin": lambda: access.is_admin(g.user), "is_staff": is_staff,
+            "may_register_platforms": lambda: access.may_register_platforms(g.user)}
 
 
 def _safe_next(target: str | None) -> str:

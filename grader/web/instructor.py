@@ -1,5 +1,6 @@
-"""What an instructor sees: every submission, filtered by exercise and student; the
-exercises, with the bundles uploaded and what their checks found."""
+"""What staff see: the submissions of their courses (an administrator: every one),
+filtered by exercise and student; and, for administrators only, the exercises with the
+bundles uploaded and what their checks found."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from grader import db
 from grader.accounts.models import User
 from grader.catalog import uploads
 from grader.catalog.models import Exercise, Upload, UploadStatus
+from grader.courses import access
 from grader.submissions.models import Submission
 from grader.web import bp
-from grader.web.auth import database_url, instructor_required
+from grader.web.auth import admin_required, database_url, staff_required
 from grader.web.params import page_number, text_filter, valid_id
 
 log = logging.getLogger(__name__)
@@ -24,7 +26,7 @@ PAGE = 100
 
 
 @bp.get("/instructor/submissions")
-@instructor_required
+@staff_required
 def all_submissions():
     exercise, student, status = text_filter("exercise"), text_filter("student"), text_filter("status")
     page = page_number()
@@ -38,16 +40,17 @@ def all_submissions():
     if status:
         query = query.where(Submission.status == status)
     with db.transaction(database_url()) as s:
+        query = access.visible(s, g.user, query)
         rows = s.scalars(query.offset((page - 1) * PAGE).limit(PAGE + 1)).all()
         owners = {row.id: row.user for row in rows}
-        slugs = s.scalars(select(Exercise.slug).order_by(Exercise.slug)).all()
+        slugs = access.course_exercises(s, g.user)
     return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners,
                            slugs=slugs, exercise=exercise, student=student, status=status, page=page,
                            more=len(rows) > PAGE)
 
 
 @bp.get("/instructor/exercises")
-@instructor_required
+@admin_required
 def manage_exercises():
     return _exercises_page()
 
@@ -62,7 +65,7 @@ def _exercises_page(error: str | None = None, status: int = 200):
 
 
 @bp.post("/instructor/uploads")
-@instructor_required
+@admin_required
 def upload():
     file = request.files.get("bundle")
     if file is None or not file.filename:
@@ -85,7 +88,7 @@ def upload():
 
 
 @bp.get("/instructor/uploads/<int:upload_id>")
-@instructor_required
+@admin_required
 def upload_page(upload_id: int):
     with db.transaction(database_url()) as s:
         row = s.get(Upload, upload_id) if valid_id(upload_id) else None

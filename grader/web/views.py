@@ -15,6 +15,7 @@ from grader import db, submissions
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
 from grader.escapes import shown
+from grader.courses import access
 from grader.extensions import limiter
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.settings import MAX_SOURCE_BYTES
@@ -122,7 +123,7 @@ def _error_text(exc: submissions.SubmissionError) -> str:
 def _own_submission(s, submission_id: str) -> Submission:
     row = s.get(Submission, submission_id) if _SUBMISSION_ID.fullmatch(submission_id) else None
     # Someone else's submission is "not found", not "forbidden": its id tells nothing.
-    if row is None or (row.user_id != g.user.id and g.user.role != "instructor"):
+    if row is None or not access.may_see(s, g.user, row):
         abort(404)
     return row
 

@@ -25,7 +25,7 @@ def test_every_response_carries_the_headers(site, account, database_url):
                                 deployment_ids=["1"], auth_login_url="https://lms.example.edu/auth",
                                 auth_token_url="https://lms.example.edu/token", jwks_url="https://lms.example.edu/jwks"))
     base = site()
-    account("teacher@example.org", "instructor")
+    account("teacher@example.org", "admin")  # the every-submission page is an administrator's
     account("student@example.org")
     teacher, _ = sign_in(base, "teacher@example.org")
     student, _ = sign_in(base, "student@example.org")

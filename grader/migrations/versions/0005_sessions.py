@@ -1,13 +1,13 @@
 """sessions that can be ended (users.session_version); API users owned by their key
 
 Revision ID: 0005
-Revises: 0003 (the lead chains it after 0004 at merge)
+Revises: 0004
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

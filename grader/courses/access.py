@@ -1,0 +1,73 @@
+"""Who may see which submissions, and who is staff of which course.
+
+An administrator (a local account, `grader create-user --role admin`) sees everything.
+Staff of a course (ta, instructor) see the submissions its members made to the
+exercises placed in it; each course's rights stop at the course.
+Everyone sees their own.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import exists, false, select
+from sqlalchemy.orm import Session, aliased
+
+from grader.accounts.models import Role, User
+from grader.catalog.models import Exercise
+from grader.courses.models import STAFF_ROLES, CourseExercise, CourseMember
+from grader.submissions.models import Submission
+
+
+def is_admin(user: User | None) -> bool:
+    return user is not None and user.role == Role.ADMIN
+
+
+def may_register_platforms(user: User | None) -> bool:
+    """Local instructors and administrators (an LMS user never registers an LMS)."""
+    return user is not None and bool(user.password_hash) and user.role in (Role.INSTRUCTOR, Role.ADMIN)
+
+
+def staff_courses(session: Session, user: User) -> list[int]:
+    return list(session.scalars(select(CourseMember.course_id).where(
+        CourseMember.user_id == user.id, CourseMember.role.in_(STAFF_ROLES))))
+
+
+def is_staff_of(session: Session, user: User, course_id: int) -> bool:
+    return session.scalar(select(CourseMember.id).where(
+        CourseMember.user_id == user.id, CourseMember.course_id == course_id,
+        CourseMember.role.in_(STAFF_ROLES))) is not None
+
+
+def _in_courses(course_ids: list[int]):
+    """A condition on Submission: made by a member of one of the courses to an exercise
+    placed in that same course."""
+    member, placed = aliased(CourseMember), aliased(CourseExercise)
+    return exists(select(member.id).join(placed, placed.course_id == member.course_id).where(
+        member.course_id.in_(course_ids), member.user_id == Submission.user_id,
+        placed.exercise_slug == Submission.exercise_slug))
+
+
+def visible(session: Session, user: User, query):
+    """``query`` (over Submission) narrowed to what ``user`` may see as staff or admin."""
+    if is_admin(user):
+        return query
+    courses = staff_courses(session, user)
+    return query.where(_in_courses(courses)) if courses else query.where(false())
+
+
+def course_exercises(session: Session, user: User) -> list[str]:
+    """The slugs placed in the courses ``user`` is staff of (all of them for an admin)."""
+    if is_admin(user):
+        return list(session.scalars(select(Exercise.slug).order_by(Exercise.slug)))
+    courses = staff_courses(session, user)
+    if not courses:
+        return []
+    return list(session.scalars(select(CourseExercise.exercise_slug).where(
+        CourseExercise.course_id.in_(courses)).distinct().order_by(CourseExercise.exercise_slug)))
+
+
+def may_see(session: Session, user: User, row: Submission) -> bool:
+    if row.user_id == user.id or is_admin(user):
+        return True
+    courses = staff_courses(session, user)
+    return bool(courses) and session.scalar(select(Submission.id).where(Submission.id == row.id,
+                                                                     _in_courses(courses))) is not None

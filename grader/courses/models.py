@@ -1,0 +1,70 @@
+"""What a course is made of: the course, its members with their role in it, and the
+exercises placed in it (by an LMS link launched from it, for now; assignments, with their
+deadlines and rules, will be these grown up).
+
+Shaped for courses made in the grader itself too: ``platform_id`` and ``context_id``
+are empty for a local course; title, code and time zone belong to the course either way."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import DateTime, ForeignKey, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from grader.db import Base, now
+
+# A member's role in one course. Staff (ta, instructor) see and manage the submissions
+# made to the course's placements by its members; nothing outside it.
+class MemberRole(StrEnum):
+    STUDENT = "student"
+    TA = "ta"
+    INSTRUCTOR = "instructor"
+
+
+MEMBER_ROLES = tuple(MemberRole)
+STAFF_ROLES = (MemberRole.TA, MemberRole.INSTRUCTOR)
+
+
+class Course(Base):
+    __tablename__ = "courses"
+    # NULLs never collide: any number of local courses, one course per LMS context.
+    __table_args__ = (UniqueConstraint("platform_id", "context_id", name="uq_courses_platform_context"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # The platform registration (never an issuer string) and its context id; None: local.
+    platform_id: Mapped[int | None] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
+    context_id: Mapped[str | None] = mapped_column(String(500))
+    title: Mapped[str] = mapped_column(String(500), default="")
+    code: Mapped[str] = mapped_column(String(200), default="")  # the LMS's context label, e.g. "DL101"
+    time_zone: Mapped[str | None] = mapped_column(String(64))  # an IANA name; None: the site's
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class CourseMember(Base):
+    """A user's role in a course; an LMS member's is what the last launch from the
+    course said (so a role taken away in the LMS is gone at the next launch)."""
+
+    __tablename__ = "course_members"
+    __table_args__ = (UniqueConstraint("course_id", "user_id", name="uq_course_members_course_user"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(20), default=MemberRole.STUDENT)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class CourseExercise(Base):
+    """An exercise placed in a course. Staff of the course see what its members submit to it."""
+
+    __tablename__ = "course_exercises"
+    __table_args__ = (UniqueConstraint("course_id", "exercise_slug", name="uq_course_exercises_course_slug"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
