@@ -73,7 +73,7 @@ class Settings:
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
             secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
             submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
-            api_key_rate_limit=os.environ.get("GRADER_API_KEY_RATE_LIMIT", "120 per minute"),
+            api_key_rate_limit=os.environ.get("GRADER_API_KEY_RATE_LIMIT", "600 per minute"),
             api_new_users_per_hour=int(os.environ.get("GRADER_API_NEW_USERS_PER_HOUR", 200)),
             login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),
             login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),

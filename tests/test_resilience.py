@@ -137,7 +137,8 @@ def test_a_burst_of_api_submissions_to_two_workers_is_graded_every_one_exactly_o
     from grader.app import create_app
 
     # Made after `broker` set GRADER_REDIS_URL: the rate limiter counts in the private Redis.
-    app = create_app({"TESTING": True, "DATABASE_URL": service, "SUBMISSION_RATE_LIMIT": "1000 per minute"})
+    app = create_app({"TESTING": True, "DATABASE_URL": service, "SUBMISSION_RATE_LIMIT": "1000 per minute",
+                      "API_KEY_RATE_LIMIT": "1000 per minute"})
     with db.transaction(service) as session:
         key = keys.create(session, ["submissions:write", "submissions:read"], name="burst")[1]
     # Every third one wrong; ten users, so new users are made while others submit.
