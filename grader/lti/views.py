@@ -11,15 +11,15 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from grader import db, submissions
-from grader.courses import access
-from grader.courses import members
+from grader import submissions
+from grader.catalog.models import Exercise
+from grader.courses import access, members
 from grader.courses.models import STAFF_ROLES, Course
+from grader.extensions import get_db
 from grader.lti import keys, platforms, roles
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
                               Tool)
-from grader.catalog.models import Exercise
 from grader.settings import settings
 from grader.web.auth import admin_required, login_required, platform_registrar_required
 from grader.webhooks import Webhook, WebhookDelivery
@@ -32,18 +32,14 @@ DEEP_LINKING = "LtiDeepLinkingRequest"
 RESOURCE_LINK = "LtiResourceLinkRequest"
 
 
-def _database_url() -> str:
-    return current_app.config["DATABASE_URL"]
-
 
 def _tool() -> Tool:
-    url = _database_url()
-    with db.transaction(url) as s:
+    with get_db() as s:
         row = keys.current(s)
         key = KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
 
     def find(issuer: str):
-        with db.transaction(url) as s:
+        with get_db() as s:
             return platforms.by_issuer(s, issuer)
 
     return Tool(find, key, current_app.config["REDIS_URL"], timeout=settings().http_timeout_s)
@@ -111,7 +107,7 @@ def launch():
 
 
 def _returns_to_platform(data: Launch) -> bool:
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         row = s.get(LtiPlatform, data.platform_id)
         return row is not None and platforms.returns_to(platforms.as_platform(row), data.deep_link_return_url)
 
@@ -126,7 +122,7 @@ def _record(data: Launch, role: str) -> tuple[int, str | None, int | None]:
     """The user (made on first launch), the course launched from and the user's role in
     it, the exercise the link opens (remembered for the link, and placed in the course),
     and where the user's score goes. One transaction."""
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         user = submissions.user_by_external_id(s, lms_user_id(data.platform_id, data.sub), name=data.name[:200])
         if data.name:
             user.name = data.name[:200]
@@ -230,7 +226,7 @@ def deep_link():
         return _problem("no_deep_link", "no deep linking launch in this session", status=400,
                         message=_("Start choosing exercises from the LMS (add an activity or an external tool)."))
     launch_id = pending["launch"]
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         if not access.is_staff_of(s, g.user, pending["course"]):  # the role may be gone since
             return _problem("not_instructor", "deep linking by a non-instructor", status=403,
                             message=_("Only instructors choose exercises for the course."))
@@ -261,7 +257,7 @@ def deep_link():
 
 @bp.get("/lti/jwks")
 def jwks():
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         document = keys.jwks(s)
     response = jsonify(document)
     response.headers["Cache-Control"] = "public, max-age=300"
@@ -313,7 +309,7 @@ def platform_list():
         form = {name: request.form.get(name, "") for name in (
             "name", "issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "jwks_url")}
         try:
-            with db.transaction(_database_url()) as s:
+            with get_db() as s:
                 platforms.add(s, issuer=form["issuer"], client_id=form["client_id"],
                               deployment_ids=platforms.split_ids(form["deployment_ids"]),
                               auth_login_url=form["auth_login_url"], auth_token_url=form["auth_token_url"],
@@ -328,7 +324,7 @@ def platform_list():
             log.info("LTI platform %s (client %s) registered by user %s", form["issuer"], form["client_id"],
                      g.user.id)
             return redirect(url_for("lti.platform_list"), code=303)
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         query = select(LtiPlatform).order_by(LtiPlatform.created_at)
         if not access.is_admin(g.user):  # an instructor sees (and may change) only their own
             query = query.where(LtiPlatform.created_by == g.user.id)
@@ -358,7 +354,7 @@ def _platform_error(exc: platforms.PlatformError) -> str:
 @admin_required
 def deliveries():
     """Webhook deliveries and score passbacks, newest first: what was sent, what came back."""
-    with db.transaction(_database_url()) as s:
+    with get_db() as s:
         hooks = s.execute(select(WebhookDelivery, Webhook.url).join(Webhook)
                           .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
                           .limit(100)).all()

@@ -18,17 +18,13 @@ from urllib.parse import urlsplit
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 
-from grader import db
 from grader.accounts import users
 from grader.accounts.models import User
 from grader.courses import access
-from grader.extensions import LANGUAGES, limiter
+from grader.extensions import LANGUAGES, get_db, limiter
 from grader.web import bp
 from grader.web.headers import admin_page
 
-
-def database_url() -> str:
-    return current_app.config["DATABASE_URL"]
 
 
 @bp.before_app_request
@@ -37,7 +33,7 @@ def load_user() -> None:
     user_id = session.get("user_id")
     if user_id is None:
         return
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         user = s.get(User, user_id)
     began = session.get("began")
     over = began is not None and time.time() - began > current_app.permanent_session_lifetime.total_seconds()
@@ -53,7 +49,7 @@ def stamp_session(response):
     """A session just begun (the form's, an LMS launch's) carries the user's current
     version and its start; so does an older cookie still valid, from now on."""
     if "user_id" in session and ("v" not in session or "began" not in session):
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             user = s.get(User, session["user_id"])
         if user is None:
             _forget()
@@ -91,7 +87,7 @@ def _requires(allowed):
 
         @login_required
         def wrapped(**kwargs):
-            with db.transaction(database_url()) as s:
+            with get_db() as s:
                 ok = allowed(s, g.user)
             if not ok:
                 abort(403)
@@ -116,7 +112,7 @@ def access_helpers() -> dict:
     def is_staff() -> bool:
         if g.user is None:
             return False
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             return access.is_admin(g.user) or bool(access.staff_courses(s, g.user))
 
     return {"is_admin": lambda: access.is_admin(g.user), "is_staff": is_staff,
@@ -162,7 +158,7 @@ def login():
     error = None
     if request.method == "POST":
         email, password = request.form.get("email", ""), request.form.get("password", "")
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             user = users.authenticate(s, email, password)
         if user is None:
             error = _("That email and password do not match an account.")
@@ -193,7 +189,7 @@ def _throttled(exc):
 def logout():
     if g.user is not None:
         # Not only this cookie: every copy of it, and the user's other sessions.
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             users.end_sessions(s.get(User, g.user.id))
     _forget()
     return redirect(url_for("web.login"))

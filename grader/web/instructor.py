@@ -10,14 +10,14 @@ from flask import abort, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy import or_, select
 
-from grader import db
 from grader.accounts.models import User
 from grader.catalog import uploads
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.courses import access
+from grader.extensions import get_db
 from grader.submissions.models import Submission
 from grader.web import bp
-from grader.web.auth import admin_required, database_url, staff_required
+from grader.web.auth import admin_required, staff_required
 from grader.web.params import page_number, text_filter, valid_id
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def all_submissions():
                                   for column in (User.email, User.name, User.external_id))))
     if status:
         query = query.where(Submission.status == status)
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         query = access.visible(s, g.user, query)
         rows = s.scalars(query.offset((page - 1) * PAGE).limit(PAGE + 1)).all()
         owners = {row.id: row.user for row in rows}
@@ -56,7 +56,7 @@ def manage_exercises():
 
 
 def _exercises_page(error: str | None = None, status: int = 200):
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         exercises = s.scalars(select(Exercise).order_by(Exercise.slug)).all()
         recent = s.execute(select(Upload.id, Upload.slug, Upload.version, Upload.status, Upload.uploaded_at)
                             .order_by(Upload.uploaded_at.desc()).limit(50)).all()
@@ -72,7 +72,7 @@ def upload():
         return _exercises_page(_("Choose a .zip file of an exercise folder."), 422)
     archive = file.stream.read(uploads.MAX_ARCHIVE_BYTES + 1)
     try:
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             received = uploads.receive(s, archive, uploaded_by=g.user.id)
             upload_id, device = received.id, received.device
     except uploads.UploadError as exc:
@@ -81,7 +81,7 @@ def upload():
         uploads.enqueue_check(upload_id, device)  # only now: the row is committed
     except Exception:
         log.exception("upload %s stored but its check not enqueued", upload_id)
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             s.delete(s.get(Upload, upload_id))  # nothing half-done: the instructor uploads again
         return _exercises_page(_("The workers cannot be reached; nothing was stored. Try again shortly."), 503)
     return redirect(url_for("web.upload_page", upload_id=upload_id), code=303)
@@ -90,7 +90,7 @@ def upload():
 @bp.get("/instructor/uploads/<int:upload_id>")
 @admin_required
 def upload_page(upload_id: int):
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         row = s.get(Upload, upload_id) if valid_id(upload_id) else None
         if row is None:
             abort(404)

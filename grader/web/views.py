@@ -11,16 +11,16 @@ from flask_babel import get_locale
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 
-from grader import db, submissions
+from grader import submissions
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
-from grader.escapes import shown
 from grader.courses import access
-from grader.extensions import limiter
-from grader.submissions.models import PENDING, Submission, SubmissionStatus
+from grader.escapes import shown
+from grader.extensions import get_db, limiter
 from grader.settings import MAX_SOURCE_BYTES
+from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.web import bp
-from grader.web.auth import database_url, login_required
+from grader.web.auth import login_required
 from grader.web.render import localized_tests, markdown_html
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def index():
 @bp.get("/exercises")
 @login_required
 def exercises():
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         rows = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
         best = best_scores(s, g.user.id)
     return render_template("exercises.html", exercises=rows, best=best)
@@ -62,7 +62,7 @@ def exercises():
 
 def statement(slug: str) -> str | None:
     """In the page's language where the bundle has it, else in English."""
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         found = uploads.statements(s, slug, current_app.config["EXERCISES_DIR"])
     return found.get(lang()) or found["en"]
 
@@ -74,7 +74,7 @@ def exercise(slug: str):
 
 
 def _exercise_page(slug: str, *, source: str = "", error: str | None = None, status: int = 200):
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         row = published(s, slug)
         mine = s.scalars(select(Submission).where(Submission.user_id == g.user.id,
                                                   Submission.exercise_slug == slug)
@@ -99,7 +99,7 @@ def submit(slug: str):
     if upload is not None and upload.filename:
         source = upload.stream.read(MAX_SOURCE_BYTES + 1)
     try:
-        with db.transaction(database_url()) as s:
+        with get_db() as s:
             published(s, slug)
             row = submissions.create(s, user=g.user, exercise_slug=slug, source=source)
             submission_id, device = row.id, row.exercise.device
@@ -131,7 +131,7 @@ def _own_submission(s, submission_id: str) -> Submission:
 @bp.get("/submissions/<submission_id>")
 @login_required
 def submission(submission_id: str):
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         row = _own_submission(s, submission_id)
         exercise_row = row.exercise
         owner = row.user
@@ -144,7 +144,7 @@ def submission(submission_id: str):
 @login_required
 def submission_status(submission_id: str):
     """What the submission page polls while the grade runs."""
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         row = _own_submission(s, submission_id)
     return jsonify(status=row.status, done=row.progress_done, total=row.progress_total,
                    score=row.score, max_score=row.max_score)
@@ -153,7 +153,7 @@ def submission_status(submission_id: str):
 @bp.get("/submissions")
 @login_required
 def my_submissions():
-    with db.transaction(database_url()) as s:
+    with get_db() as s:
         rows = s.scalars(select(Submission).where(Submission.user_id == g.user.id)
                          .order_by(Submission.created_at.desc()).limit(200)).all()
         best = best_scores(s, g.user.id)
