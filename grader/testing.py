@@ -40,6 +40,7 @@ from grader.engine.inside.wire import StudentException, TensorState
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState",
+    "expect_gradient", "expect_no_hand_made_grad",
 ]
 
 
@@ -162,6 +163,11 @@ class Student:
     def call(self, function: str, *args, **kwargs) -> Call:
         return self._run("submission", function, args, kwargs)
 
+    @property
+    def source(self) -> str:
+        """The submission's text: data to parse for evidence, never to run here."""
+        return getattr(self._channel, "files", {}).get("submission.py", "")
+
     def probe(self, function: str, *args, for_function: str | None = None, **kwargs) -> Call:
         """Run a function of the exercise's probes.py (it may drive the student's code).
 
@@ -266,6 +272,36 @@ def hints_for_errors(hints: dict[str, Hint]):
                 err.hint = hint
                 break
         raise
+
+
+def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tensor, fix: tuple[str, str],
+                    value: Any = None, name: str = "x", mistakes: Iterable[Mistake] = (),
+                    check_dtype: bool = False, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Like :func:`expect_close` for a gradient autograd must have stored (``x.grad``).
+
+    When it is None, the hint says which of the look-alike ways of leaving it empty the
+    submission took (by hand, torch.autograd.grad, backward on a copy), from evidence:
+    ``value`` (what the call returned) and ``rerun(x2)``, the same call with ``x2`` in
+    place of ``x`` (see grader.evidence). ``fix`` (en, ko) is the exercise's way to do it.
+    """
+    if grad is None:
+        from grader.evidence import empty_grad_hint, why_grad_is_empty
+        hint = empty_grad_hint(why_grad_is_empty(rerun, x, value), fix, name)
+        raise Feedback(f"{what} is None; expected {describe(expected)}", hint, f"{what} 값이 None입니다")
+    expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol)
+
+
+def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:
+    """Fail when ``function`` stores a gradient of its own making into a ``.grad``."""
+    from grader.evidence import assigns_grad
+    if assigns_grad(student.source, function):
+        raise Feedback(f"{function}() assigns a value to a .grad itself; the gradient must be left there by "
+                       "backward()",
+                       Hint(f"{name}.grad was assigned by hand ({name}.grad = ...), not left there by backward(). "
+                            f"Let backward() fill {name}.grad.",
+                            f"{name}.grad에 값을 직접 대입했습니다({name}.grad = ...). backward()가 {name}.grad를 "
+                            "채우게 하세요."),
+                       f"{function}()이 .grad에 직접 값을 대입합니다. 기울기는 backward()가 남겨야 합니다")
 
 
 def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):
