@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import Hint, Mistake, StudentError, expect_close, expect_true, points, visible
+from grader.testing import expect_gradient, Hint, Mistake, StudentError, expect_close, expect_true, points, visible
 
 
 def partial_mistakes(x):
@@ -52,10 +52,14 @@ def source_mistakes(x):
     ]
 
 
-BY_HAND = Hint("x.grad is empty: the gradient was worked out by hand. Build the graph from x with torch "
-               "operations and call backward(); autograd then fills x.grad.",
-               "x.grad가 비어 있습니다. 기울기를 손으로 계산했습니다. x로 torch 연산을 해서 그래프를 만들고 "
-               "backward()를 호출하면 autograd가 x.grad를 채웁니다.")
+FIX = ("Build the graph from the x you were given with torch operations and call backward(); autograd then "
+       "fills x.grad.",
+       "받은 x로 torch 연산을 해서 그래프를 만들고 backward()를 호출하면 autograd가 x.grad를 채웁니다.")
+
+
+def rerun(student, function):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: run(student, function, other)
 
 IN_PLACE = Hint("backward() found nothing that requires grad: a tensor was detached in place. "
                 "y.detach_() (with the underscore) cuts y itself out of the graph, so y.sum() can no "
@@ -108,7 +112,8 @@ def test_partial_grad_left_in_x_grad(student):
     x = torch.randn(6).requires_grad_()
     call = run(student, "partial_grad", x)
     after = call.args[0]
-    expect_close(after.grad, x.detach() ** 2, what="x.grad", mistakes=partial_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, x.detach() ** 2, what="x.grad", mistakes=partial_mistakes(x),
+                    rerun=rerun(student, "partial_grad"), x=x, value=call.value, fix=FIX)
     expect_leaf(after)
 
 
@@ -127,7 +132,8 @@ def test_source_grad_left_in_x_grad(student):
     x = torch.randn(5).requires_grad_()
     call = run(student, "source_grad", x)
     after = call.args[0]
-    expect_close(after.grad, 2 * x.detach(), what="x.grad", mistakes=source_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, 2 * x.detach(), what="x.grad", mistakes=source_mistakes(x),
+                    rerun=rerun(student, "source_grad"), x=x, value=call.value, fix=FIX)
     expect_leaf(after)
 
 
@@ -138,10 +144,12 @@ def test_float64_matrix(student):
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", check_dtype=True,
                  mistakes=partial_mistakes(x))
-    expect_close(call.args[0].grad, x.detach() ** 2, what="x.grad after partial_grad", check_dtype=True,
-                 mistakes=partial_mistakes(x), hint=BY_HAND)
+    expect_gradient(call.args[0].grad, x.detach() ** 2, what="x.grad after partial_grad", check_dtype=True,
+                    mistakes=partial_mistakes(x), rerun=rerun(student, "partial_grad"), x=x, value=call.value,
+                    fix=FIX)
     call = run(student, "source_grad", x)
     expect_close(call.value, 2 * x.detach(), what="source_grad(x)", check_dtype=True,
                  mistakes=source_mistakes(x))
-    expect_close(call.args[0].grad, 2 * x.detach(), what="x.grad after source_grad", check_dtype=True,
-                 mistakes=source_mistakes(x), hint=BY_HAND)
+    expect_gradient(call.args[0].grad, 2 * x.detach(), what="x.grad after source_grad", check_dtype=True,
+                    mistakes=source_mistakes(x), rerun=rerun(student, "source_grad"), x=x, value=call.value,
+                    fix=FIX)
