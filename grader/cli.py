@@ -41,7 +41,9 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
 
 @main.command("check")
 @click.argument("exercises", nargs=-1)
-def check_command(exercises: tuple[str, ...]) -> None:
+@click.option("--mutate", is_flag=True, help="Mutate each reference solution and report the mutants "
+              "that still get full marks (see grader.mutation).")
+def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     """Check exercise bundles: the reference scores full marks (twice, identically),
     the starter less, and every mutant fails exactly as it declares.
 
@@ -54,6 +56,11 @@ def check_command(exercises: tuple[str, ...]) -> None:
     try:
         chosen = ([catalog.find(e) for e in exercises] if exercises
                   else catalog.all_exercises(settings().exercises_dir))
+        if mutate:
+            from grader import mutation
+            results = [r for ex in chosen for r in mutation.run(ex)]
+            click.echo(mutation.format_results(results))
+            sys.exit(1 if any(r.survived for r in results) else 0)
         rows = [row for ex in chosen for row in catalog.check(ex)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
