@@ -276,19 +276,22 @@ def hints_for_errors(hints: dict[str, Hint]):
 
 def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tensor, fix: tuple[str, str],
                     value: Any = None, name: str = "x", mistakes: Iterable[Mistake] = (),
-                    check_dtype: bool = False, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+                    check_dtype: bool = False, rtol: float = 1e-5, atol: float = 1e-6,
+                    hint: Hint | None = None) -> None:
     """Like :func:`expect_close` for a gradient autograd must have stored (``x.grad``).
 
     When it is None, the hint says which of the look-alike ways of leaving it empty the
     submission took (by hand, torch.autograd.grad, backward on a copy), from evidence:
     ``value`` (what the call returned) and ``rerun(x2)``, the same call with ``x2`` in
     place of ``x`` (see grader.evidence). ``fix`` (en, ko) is the exercise's way to do it.
+    ``hint`` is for a gradient that is there but wrong and matches none of ``mistakes``.
     """
     if grad is None:
         from grader.evidence import empty_grad_hint, why_grad_is_empty
         hint = empty_grad_hint(why_grad_is_empty(rerun, x, value), fix, name)
         raise Feedback(f"{what} is None; expected {describe(expected)}", hint, f"{what} 값이 None입니다")
-    expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol)
+    expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol,
+                 hint=hint)
 
 
 def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:

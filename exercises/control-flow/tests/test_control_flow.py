@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors, points,
+                            visible)
 
 
 def reference_f(a):
@@ -49,10 +50,8 @@ CUT = Hint("f(a) is no longer connected to a: a step made a new tensor from the 
            "b의 값으로 새 텐서를 만든 단계가 있어 autograd가 a로 돌아가는 경로를 잃었습니다. 모든 단계를 b에 "
            "대한 torch 연산(b = b * 2)으로 두세요. 조건문 안에서 .item()을 쓰는 것은 괜찮습니다.")
 
-BY_HAND = Hint("a.grad is empty: the gradient was worked out as f(a) / a instead of by backward(). Call "
-               "f(a).sum().backward(); autograd then fills a.grad.",
-               "a.grad가 비어 있습니다. 기울기를 backward()로 구하지 않고 f(a) / a로 계산했습니다. "
-               "f(a).sum().backward()를 호출하면 autograd가 a.grad를 채웁니다.")
+FIX = ("Call f(a).sum().backward() on the a you were given; autograd then fills a.grad.",
+       "받은 a로 f(a).sum().backward()를 호출하면 autograd가 a.grad를 채웁니다.")
 
 RETURN = Hint("grad_of_f should return a.grad, the gradient that f(a).sum().backward() left there.",
               "grad_of_f는 f(a).sum().backward()가 남긴 기울기인 a.grad를 반환해야 합니다.")
@@ -97,7 +96,9 @@ def check_grad(student, a):
                      Mistake(lambda t: not bool(t.abs().sum()), CUT.en, CUT.ko)]
     expect_close(call.value, expected, what="grad_of_f(a)", mistakes=grad_mistakes, hint=RETURN)
     after = call.args[0]
-    expect_close(after.grad, expected, what="a.grad", mistakes=grad_mistakes, hint=BY_HAND)
+    with hints_for_errors(ERRORS):
+        expect_gradient(after.grad, expected, what="a.grad", mistakes=grad_mistakes, value=call.value, x=a,
+                        name="a", fix=FIX, rerun=lambda other: student.call("grad_of_f", other))
     expect_true(after.is_leaf and after.requires_grad, "a is no longer a leaf that requires grad",
                 hint=Hint("Do not replace or detach a; differentiate with respect to the a you were given.",
                           "a를 바꾸거나 detach하지 말고, 받은 a에 대해 미분하세요."),

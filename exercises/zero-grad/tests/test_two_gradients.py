@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Feedback, Hint, Mistake, expect_close, expect_true, points, visible
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad,
+                            expect_true, points, visible)
 
 NOT_RESET = ("g2 came out as 4x + 1: the first gradient (4x) was still in x.grad when backward() added "
              "the second one (ones). Gradients accumulate; reset the buffer between the two backward() "
@@ -19,6 +20,9 @@ BY_HAND = Hint("x.grad does not hold the gradient of x.sum(): the gradients were
                "and call backward() on it.",
                "x.grad에 x.sum()의 기울기가 들어 있지 않습니다. 기울기를 x에 대한 backward()로 구하지 않고 "
                "손으로 적었습니다. x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
+
+FIX = ("Build each function from the x you were given with torch operations and call backward() on it.",
+       "받은 x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
 
 PAIR = Hint("Return a pair: return g1, g2.", "두 값을 쌍으로 반환하세요: return g1, g2.")
 
@@ -66,8 +70,10 @@ def test_x_grad_holds_second_gradient(student):
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     call = student.call("two_gradients", x)
     after = call.args[0]
-    expect_close(after.grad, torch.ones(5, dtype=torch.float64), what="x.grad", check_dtype=True,
-                 mistakes=g2_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, torch.ones(5, dtype=torch.float64), what="x.grad", check_dtype=True,
+                    mistakes=g2_mistakes(x), hint=BY_HAND, value=call.value, x=x, fix=FIX,
+                    rerun=lambda other: student.call("two_gradients", other))
+    expect_no_hand_made_grad(student, "two_gradients")
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
                           "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."),
