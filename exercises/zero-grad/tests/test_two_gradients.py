@@ -15,11 +15,12 @@ ALIASED = ("g1 changed after you computed it: g1 is x.grad itself, and x.grad.ze
            "g1을 구한 뒤에 값이 바뀌었습니다. g1이 x.grad 그 자체라서 x.grad.zero_()와 두 번째 backward()가 "
            "같은 텐서를 제자리에서 바꿉니다. 복사본을 저장하세요: g1 = x.grad.clone().")
 
-BY_HAND = Hint("x.grad does not hold the gradient of x.sum(): the gradients were written down by hand "
-               "instead of computed by backward() on x. Build each function from x with torch operations "
-               "and call backward() on it.",
-               "x.grad에 x.sum()의 기울기가 들어 있지 않습니다. 기울기를 x에 대한 backward()로 구하지 않고 "
-               "손으로 적었습니다. x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
+BY_HAND = Hint("x.grad does not hold the gradient of x.sum() (a tensor of ones) after the call: the last "
+               "backward() was not x.sum().backward() on the x you were given. Reset x.grad, then call "
+               "x.sum().backward() and return x.grad as g2.",
+               "호출이 끝난 뒤 x.grad에 x.sum()의 기울기(모두 1인 텐서)가 없습니다. 마지막 backward()가 받은 x에 "
+               "대한 x.sum().backward()가 아니었습니다. x.grad를 초기화한 뒤 x.sum().backward()를 호출하고 "
+               "x.grad를 g2로 반환하세요.")
 
 FIX = ("Build each function from the x you were given with torch operations and call backward() on it.",
        "받은 x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
