@@ -56,3 +56,26 @@ def test_a_surviving_mutant_is_reported():
     assert results and all(not r.survived for r in results)
     survivor = mutation.MutationResult("x", "drop .item()@3", 4, 4, "graded")
     assert "SURVIVES drop .item()@3" in mutation.format_results([survivor])
+
+
+def test_test_names_come_in_korean_too():
+    from grader.web.render import localized_tests
+
+    exercise = catalog.find("autograd-basics", settings().exercises_dir)
+    report = grade(exercise, exercise.file("starter.py").read_text())
+    assert all(t.i18n.get("ko", {}).get("name") for t in report.tests)
+    assert "x = [1, 2, 3]에 대해 4x를 반환" in report.render("ko")
+    assert "returns 4x for x = [1, 2, 3]" in report.render("en")
+    names = [t["name"] for t in localized_tests(report.to_dict(), "ko")]
+    assert "x = [1, 2, 3]에 대해 4x를 반환" in names
+
+
+def test_every_catalogue_test_has_a_korean_name():
+    import ast
+    from pathlib import Path
+
+    for file in Path(settings().exercises_dir).glob("*/tests/test_*.py"):
+        for node in ast.parse(file.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                doc = ast.get_docstring(node) or ""
+                assert any(line.startswith("ko: ") for line in doc.splitlines()), f"{file}::{node.name}"

@@ -30,7 +30,10 @@ def rerun(student):
 @visible
 @points(2)
 def test_returns_gradient_of_2xtx(student):
-    """returns 4x for x = [1, 2, 3]"""
+    """returns 4x for x = [1, 2, 3]
+
+    ko: x = [1, 2, 3]에 대해 4x를 반환
+    """
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     call = student.call("grad_2xtx", x)
     expect_close(call.value, 4 * x.detach(), what="grad_2xtx(x)", mistakes=mistakes(x))
@@ -38,7 +41,10 @@ def test_returns_gradient_of_2xtx(student):
 
 @points(2)
 def test_gradient_is_left_in_x_grad(student):
-    """x.grad holds 4x after the call"""
+    """x.grad holds 4x after the call
+
+    ko: 호출이 끝난 뒤 x.grad에 4x가 들어 있음
+    """
     x = torch.randn(7).requires_grad_()
     call = student.call("grad_2xtx", x)
     after = call.args[0]
@@ -52,7 +58,10 @@ def test_gradient_is_left_in_x_grad(student):
 
 @points(1)
 def test_keeps_dtype_float64(student):
-    """float64 in, float64 gradient out"""
+    """float64 in, float64 gradient out
+
+    ko: float64 입력에는 float64 기울기
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     call = student.call("grad_2xtx", x)
     expect_close(call.value, 4 * x.detach(), what="grad_2xtx(x)", check_dtype=True, mistakes=mistakes(x))
@@ -62,7 +71,10 @@ def test_keeps_dtype_float64(student):
 
 @points(1)
 def test_works_for_other_lengths(student):
-    """works for a single element and for a long vector"""
+    """works for a single element and for a long vector
+
+    ko: 원소 하나와 긴 벡터에서도 동작
+    """
     for n in (1, 300):
         x = (torch.rand(n) * 10 - 5).requires_grad_()
         call = student.call("grad_2xtx", x)

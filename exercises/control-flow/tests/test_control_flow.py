@@ -112,44 +112,65 @@ def with_sum_sign(a, positive):
 @visible
 @points(2)
 def test_f_positive_sum(student):
-    """f(a) for a = [0.3, -0.2, 1.1, 0.4] (positive sum)"""
+    """f(a) for a = [0.3, -0.2, 1.1, 0.4] (positive sum)
+
+    ko: a = [0.3, -0.2, 1.1, 0.4]일 때의 f(a) (합이 양수)
+    """
     check_f(student, torch.tensor([0.3, -0.2, 1.1, 0.4]))
 
 
 @points(2)
 def test_f_negative_sum(student):
-    """f(a) for a vector with a negative sum"""
+    """f(a) for a vector with a negative sum
+
+    ko: 합이 음수인 벡터의 f(a)
+    """
     check_f(student, with_sum_sign(torch.randn(7), positive=False))
 
 
 @points(1)
 def test_f_matrix(student):
-    """f(a) for a matrix"""
+    """f(a) for a matrix
+
+    ko: 행렬의 f(a)
+    """
     check_f(student, with_sum_sign(torch.randn(3, 4), positive=False) * 0.01)
 
 
 @points(1)
 def test_f_large_input_no_doubling(student):
-    """f(a) when 2a already has a norm of 1000 or more: the loop runs zero times"""
+    """f(a) when 2a already has a norm of 1000 or more: the loop runs zero times
+
+    ko: 2a의 노름이 이미 1000 이상일 때의 f(a): 루프가 한 번도 돌지 않음
+    """
     a = with_sum_sign(torch.randn(5), positive=True)
     check_f(student, a / a.norm() * 1700)
 
 
 @points(1)
 def test_f_stops_when_norm_reaches_1000(student):
-    """the loop stops when the norm is exactly 1000"""
+    """the loop stops when the norm is exactly 1000
+
+    ko: 노름이 정확히 1000이면 루프가 멈춤
+    """
     check_f(student, torch.tensor([[-5.625, 7.5], [7.5, 10.0]]), boundary="norm")
 
 
 @points(1)
 def test_f_zero_sum_takes_else_branch(student):
-    """a sum of exactly 0 takes the 100 * b branch"""
+    """a sum of exactly 0 takes the 100 * b branch
+
+    ko: 합이 정확히 0이면 100 * b 분기로 감
+    """
     check_f(student, torch.tensor([0.75, -1.25, -0.75, 1.25, 0.5, -0.5]), boundary="sum")
 
 
 @points(1)
 def test_f_stays_in_graph(student):
-    """f(a) is still connected to a (it has a grad_fn)"""
+    """f(a) is still connected to a (it has a grad_fn)
+
+    ko: f(a)가 아직 a와 이어져 있음 (grad_fn이 있음)
+    """
     a = with_sum_sign(torch.randn(6), positive=True).requires_grad_()
     with hints_for_errors(ERRORS):
         call = student.call("f", a)
@@ -162,18 +183,27 @@ def test_f_stays_in_graph(student):
 @visible
 @points(2)
 def test_grad_of_f_vector(student):
-    """grad_of_f(a) for a = [0.25, -1.5, 0.75] (negative sum)"""
+    """grad_of_f(a) for a = [0.25, -1.5, 0.75] (negative sum)
+
+    ko: a = [0.25, -1.5, 0.75]일 때의 grad_of_f(a) (합이 음수)
+    """
     check_grad(student, torch.tensor([0.25, -1.5, 0.75]))
 
 
 @points(2)
 def test_grad_left_in_a_grad(student):
-    """a.grad holds f(a) / a after grad_of_f (positive sum)"""
+    """a.grad holds f(a) / a after grad_of_f (positive sum)
+
+    ko: grad_of_f 뒤 a.grad에 f(a) / a가 들어 있음 (합이 양수)
+    """
     check_grad(student, with_sum_sign(torch.randn(8), positive=True))
 
 
 @points(1)
 def test_grad_of_f_large_matrix(student):
-    """gradient for a large matrix with a negative sum (no doubling at all)"""
+    """gradient for a large matrix with a negative sum (no doubling at all)
+
+    ko: 합이 음수인 큰 행렬의 기울기 (두 배 하기가 전혀 없음)
+    """
     a = with_sum_sign(torch.randn(2, 3), positive=False)
     check_grad(student, a / a.norm() * 900)

@@ -100,7 +100,10 @@ def expect_leaf(after):
 @visible
 @points(2)
 def test_partial_grad_is_u(student):
-    """partial_grad returns u = x² for x = [0.5, -1.5, 2.5, 4]"""
+    """partial_grad returns u = x² for x = [0.5, -1.5, 2.5, 4]
+
+    ko: x = [0.5, -1.5, 2.5, 4]에 대해 partial_grad가 u = x²를 반환
+    """
     x = torch.tensor([0.5, -1.5, 2.5, 4.0], requires_grad=True)
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", mistakes=partial_mistakes(x))
@@ -108,7 +111,10 @@ def test_partial_grad_is_u(student):
 
 @points(2)
 def test_partial_grad_left_in_x_grad(student):
-    """after partial_grad, x.grad holds u = x²"""
+    """after partial_grad, x.grad holds u = x²
+
+    ko: partial_grad 뒤 x.grad에 u = x²가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
     call = run(student, "partial_grad", x)
     after = call.args[0]
@@ -120,7 +126,10 @@ def test_partial_grad_left_in_x_grad(student):
 @visible
 @points(2)
 def test_source_grad_is_2x(student):
-    """source_grad returns 2x for x = [-2, 0.5, 1.5, 3]"""
+    """source_grad returns 2x for x = [-2, 0.5, 1.5, 3]
+
+    ko: x = [-2, 0.5, 1.5, 3]에 대해 source_grad가 2x를 반환
+    """
     x = torch.tensor([-2.0, 0.5, 1.5, 3.0], requires_grad=True)
     call = run(student, "source_grad", x)
     expect_close(call.value, 2 * x.detach(), what="source_grad(x)", mistakes=source_mistakes(x))
@@ -128,7 +137,10 @@ def test_source_grad_is_2x(student):
 
 @points(2)
 def test_source_grad_left_in_x_grad(student):
-    """after source_grad, x.grad holds 2x and nothing else"""
+    """after source_grad, x.grad holds 2x and nothing else
+
+    ko: source_grad 뒤 x.grad에 2x만 들어 있음
+    """
     x = torch.randn(5).requires_grad_()
     call = run(student, "source_grad", x)
     after = call.args[0]
@@ -139,7 +151,10 @@ def test_source_grad_left_in_x_grad(student):
 
 @points(1)
 def test_float64_matrix(student):
-    """both functions work on a float64 matrix and keep its dtype"""
+    """both functions work on a float64 matrix and keep its dtype
+
+    ko: 두 함수 모두 float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 4, dtype=torch.float64).requires_grad_()
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", check_dtype=True,

@@ -128,14 +128,20 @@ def check_amp(student, spec):
 @visible
 @points(2)
 def test_amp_step_one_step(student):
-    """one amp_step with init_scale 2**12 updates the parameters like plain SGD"""
+    """one amp_step with init_scale 2**12 updates the parameters like plain SGD
+
+    ko: init_scale 2**12로 amp_step 한 번이 일반 SGD처럼 파라미터를 갱신
+    """
     spec = make_spec(seed=17, sizes=[4, 3, 2], samples=8, lr=0.1, scaler={"init_scale": 2.0**12}, calls=1)
     check_amp(student, spec)
 
 
 @points(2)
 def test_amp_step_three_steps(student):
-    """three amp_step calls: loss, scale and parameters after each"""
+    """three amp_step calls: loss, scale and parameters after each
+
+    ko: amp_step 세 번: 매번 뒤의 손실, scale, 파라미터
+    """
     spec = make_spec(seed=2718, sizes=[5, 4, 3], samples=6, lr=0.05,
                      scaler={"init_scale": 2.0**8, "growth_interval": 1}, calls=3)
     check_amp(student, spec)

@@ -370,7 +370,10 @@ def check_steps(student, spec):
 @visible
 @points(2)
 def test_clean_steps_match_torch(student):
-    """five clean steps: the scale doubles every 2 steps and the parameters match torch's GradScaler"""
+    """five clean steps: the scale doubles every 2 steps and the parameters match torch's GradScaler
+
+    ko: 깨끗한 스텝 다섯 번: scale이 2스텝마다 두 배가 되고 파라미터가 torch의 GradScaler와 같음
+    """
     spec = make_spec(seed=5, sizes=[3, 2], samples=6, lr=0.1,
                      scaler={"init_scale": 2.0**10, "growth_interval": 2}, steps=[step() for _ in range(5)])
     check_steps(student, spec)
@@ -378,7 +381,10 @@ def test_clean_steps_match_torch(student):
 
 @points(2)
 def test_skips_step_on_inf_or_nan(student):
-    """skips optimizer.step() and backs off when a gradient is inf or nan"""
+    """skips optimizer.step() and backs off when a gradient is inf or nan
+
+    ko: 기울기가 inf나 nan이면 optimizer.step()을 건너뛰고 scale을 줄임
+    """
     spec = make_spec(seed=31, sizes=[4, 3, 2], samples=5, lr=0.05,
                      scaler={"init_scale": 2.0**8, "growth_interval": 3},
                      steps=[step(), step(inject="inf"), step(0.5), step(inject="nan"), step(), step(2.0)])
@@ -387,7 +393,10 @@ def test_skips_step_on_inf_or_nan(student):
 
 @points(2)
 def test_backoff_resets_growth_counter(student):
-    """after a backoff, growth waits for growth_interval new clean steps"""
+    """after a backoff, growth waits for growth_interval new clean steps
+
+    ko: backoff 뒤에는 새 깨끗한 스텝 growth_interval번을 기다려 커짐
+    """
     spec = make_spec(seed=8, sizes=[3, 3, 1], samples=4, lr=0.1,
                      scaler={"init_scale": 2.0**12, "growth_interval": 3},
                      steps=[step(), step(), step(inject="inf"), step(), step(), step(), step()])
@@ -396,7 +405,10 @@ def test_backoff_resets_growth_counter(student):
 
 @points(2)
 def test_unscale_divides_once(student):
-    """unscale_() before step() divides once per step, even when called twice"""
+    """unscale_() before step() divides once per step, even when called twice
+
+    ko: step() 전의 unscale_()는 두 번 불려도 스텝마다 한 번만 나눔
+    """
     spec = make_spec(seed=77, sizes=[2, 4, 2], samples=6, lr=0.1,
                      scaler={"init_scale": 2.0**9, "growth_interval": 2},
                      steps=[step(unscale=1), step(2.0, unscale=2), step(0.5), step(unscale=2)])
@@ -405,7 +417,10 @@ def test_unscale_divides_once(student):
 
 @points(1)
 def test_custom_factors(student):
-    """uses growth_factor, backoff_factor and growth_interval as given"""
+    """uses growth_factor, backoff_factor and growth_interval as given
+
+    ko: 주어진 growth_factor, backoff_factor, growth_interval을 사용
+    """
     spec = make_spec(seed=123, sizes=[3, 1], samples=5, lr=0.1,
                      scaler={"init_scale": 2.0**6, "growth_factor": 4.0, "backoff_factor": 0.25,
                              "growth_interval": 2},
@@ -415,7 +430,10 @@ def test_custom_factors(student):
 
 @points(1)
 def test_overflow_from_huge_loss(student):
-    """default settings: a huge loss overflows the scaled gradients and the step is skipped"""
+    """default settings: a huge loss overflows the scaled gradients and the step is skipped
+
+    ko: 기본 설정: 아주 큰 손실이 스케일된 기울기를 넘치게 하고 스텝을 건너뜀
+    """
     spec = make_spec(seed=4, sizes=[4, 2], samples=3, lr=0.05, scaler={},
                      steps=[step(), step(1e36), step(), step(1e36, unscale=1), step(3.0)])
     check_steps(student, spec)
@@ -423,7 +441,10 @@ def test_overflow_from_huge_loss(student):
 
 @points(1)
 def test_skips_step_when_only_gradients_overflow(student):
-    """skips the step when a gradient is inf or nan although the scaled loss is finite"""
+    """skips the step when a gradient is inf or nan although the scaled loss is finite
+
+    ko: 스케일된 손실은 유한해도 기울기가 inf나 nan이면 스텝을 건너뜀
+    """
     spec = make_spec(seed=19, sizes=[3, 2], samples=4, lr=0.1,
                      scaler={"init_scale": 2.0**8, "growth_interval": 2},
                      steps=[step(), step(grad="inf"), step(), step(grad="nan", unscale=1), step(), step(inject="inf"),

@@ -58,7 +58,10 @@ def rerun(student):
 @visible
 @points(2)
 def test_sum_of_grads_is_2x(student):
-    """sum_of_grads returns 2x for x = [1.5, -1, 0.25]"""
+    """sum_of_grads returns 2x for x = [1.5, -1, 0.25]
+
+    ko: x = [1.5, -1, 0.25]에 대해 sum_of_grads가 2x를 반환
+    """
     x = torch.tensor([1.5, -1.0, 0.25], requires_grad=True)
     call = run(student, x)
     expect_close(call.value, 2 * x.detach(), what="sum_of_grads(x)", mistakes=mistakes(x))
@@ -66,7 +69,10 @@ def test_sum_of_grads_is_2x(student):
 
 @points(2)
 def test_sum_of_grads_left_in_x_grad(student):
-    """after sum_of_grads, x.grad holds 2x"""
+    """after sum_of_grads, x.grad holds 2x
+
+    ko: sum_of_grads 뒤 x.grad에 2x가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
     call = run(student, x)
     after = call.args[0]
@@ -78,7 +84,10 @@ def test_sum_of_grads_left_in_x_grad(student):
 
 @points(1)
 def test_sum_of_grads_float64_matrix(student):
-    """sum_of_grads works on a float64 matrix and keeps its dtype"""
+    """sum_of_grads works on a float64 matrix and keeps its dtype
+
+    ko: sum_of_grads가 float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 4, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     expect_close(call.value, 2 * x.detach(), what="sum_of_grads(x)", check_dtype=True, mistakes=mistakes(x))

@@ -122,44 +122,65 @@ def check(student, name, x, v):
 @visible
 @points(2)
 def test_vjp_cumsum_squared(student):
-    """vjp for f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]"""
+    """vjp for f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]
+
+    ko: f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]의 vjp
+    """
     check(student, "cumsum_squared", torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 0.5, -2.0]))
 
 
 @points(1)
 def test_vjp_elementwise(student):
-    """vjp of an element-wise function"""
+    """vjp of an element-wise function
+
+    ko: 원소별 함수의 vjp
+    """
     check(student, "sin_times_x", torch.randn(6, dtype=torch.float64), torch.randn(6, dtype=torch.float64))
 
 
 @points(2)
 def test_vjp_matrix_vector_product(student):
-    """vjp of a product with a fixed square matrix"""
+    """vjp of a product with a fixed square matrix
+
+    ko: 고정된 정사각 행렬과의 곱의 vjp
+    """
     check(student, "matvec", torch.randn(4, dtype=torch.float64), torch.randn(4, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_fewer_outputs_than_inputs(student):
-    """vjp of a function with 3 outputs and 5 inputs"""
+    """vjp of a function with 3 outputs and 5 inputs
+
+    ko: 출력 3개, 입력 5개인 함수의 vjp
+    """
     check(student, "moments", torch.randn(5, dtype=torch.float64), torch.randn(3, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_softmax(student):
-    """vjp of softmax"""
+    """vjp of softmax
+
+    ko: softmax의 vjp
+    """
     check(student, "softmax", torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_matrices(student):
-    """vjp when x, y and v are matrices"""
+    """vjp when x, y and v are matrices
+
+    ko: x, y, v가 행렬일 때의 vjp
+    """
     check(student, "matrix_square", torch.randn(3, 3, dtype=torch.float64),
           torch.randn(3, 3, dtype=torch.float64))
 
 
 @points(2)
 def test_vjp_called_again_on_same_x(student):
-    """three calls on the same x give three separate products"""
+    """three calls on the same x give three separate products
+
+    ko: 같은 x로 세 번 호출하면 서로 독립인 곱 세 개
+    """
     x = torch.randn(4, dtype=torch.float64).requires_grad_()
     vs = [torch.randn(4, dtype=torch.float64) for _ in range(3)]
     results = run(student, "run_vjp_many", "matvec", x, vs).value
@@ -176,7 +197,10 @@ def test_vjp_called_again_on_same_x(student):
 
 @points(2)
 def test_vjp_left_in_x_grad(student):
-    """after vjp, x.grad holds vᵀJ"""
+    """after vjp, x.grad holds vᵀJ
+
+    ko: vjp 뒤 x.grad에 vᵀJ가 들어 있음
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     v = torch.randn(5, dtype=torch.float64)
     call = run(student, "run_vjp", "cumsum_squared", x, v)

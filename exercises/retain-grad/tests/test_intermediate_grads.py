@@ -101,7 +101,10 @@ def run(student, x):
 @visible
 @points(2)
 def test_leaf_grad_is_12(student):
-    """the gradient of x is 12 everywhere, for x = [0.5, -2, 3]"""
+    """the gradient of x is 12 everywhere, for x = [0.5, -2, 3]
+
+    ko: x = [0.5, -2, 3]에서 x의 기울기는 어디서나 12
+    """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(grads(run(student, x)), x, ["x"])
 
@@ -109,14 +112,20 @@ def test_leaf_grad_is_12(student):
 @visible
 @points(3)
 def test_intermediate_grads_are_6_and_2(student):
-    """a.grad is 6 and b.grad is 2 everywhere, for x = [0.5, -2, 3]"""
+    """a.grad is 6 and b.grad is 2 everywhere, for x = [0.5, -2, 3]
+
+    ko: x = [0.5, -2, 3]에서 a.grad는 어디서나 6, b.grad는 2
+    """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(grads(run(student, x)), x, ["a", "b"])
 
 
 @points(2)
 def test_x_grad_left_in_x(student):
-    """after the call, x.grad holds the gradient 12"""
+    """after the call, x.grad holds the gradient 12
+
+    ko: 호출이 끝난 뒤 x.grad에 기울기 12가 들어 있음
+    """
     x = torch.randn(5).requires_grad_()
     call = run(student, x)
     after = call.args[0]
@@ -131,7 +140,10 @@ def test_x_grad_left_in_x(student):
 
 @points(2)
 def test_float64_matrix(student):
-    """all three gradients for a float64 matrix, with its shape and dtype"""
+    """all three gradients for a float64 matrix, with its shape and dtype
+
+    ko: float64 행렬의 세 기울기 모두, 모양과 dtype까지
+    """
     x = torch.randn(2, 3, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     check(grads(call), x, ["x", "a", "b"], check_dtype=True)

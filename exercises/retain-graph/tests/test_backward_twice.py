@@ -71,7 +71,10 @@ def expect_leaf(after):
 @visible
 @points(2)
 def test_gradient_is_6x2(student):
-    """returns 6x² for x = [1, -2, 0.5]"""
+    """returns 6x² for x = [1, -2, 0.5]
+
+    ko: x = [1, -2, 0.5]에 대해 6x²를 반환
+    """
     x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
     call = run(student, x)
     expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", mistakes=mistakes(x))
@@ -79,7 +82,10 @@ def test_gradient_is_6x2(student):
 
 @points(2)
 def test_x_grad_holds_both_passes(student):
-    """after the call, x.grad holds both passes added up, 6x²"""
+    """after the call, x.grad holds both passes added up, 6x²
+
+    ko: 호출이 끝난 뒤 x.grad에 두 번의 역전파를 더한 6x²가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
     call = run(student, x)
     after = call.args[0]
@@ -91,7 +97,10 @@ def test_x_grad_holds_both_passes(student):
 
 @points(1)
 def test_float64_matrix(student):
-    """works on a float64 matrix and keeps its dtype"""
+    """works on a float64 matrix and keeps its dtype
+
+    ko: float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 2, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", check_dtype=True,
@@ -102,7 +111,10 @@ def test_float64_matrix(student):
 
 @points(1)
 def test_other_lengths(student):
-    """works for a single element and for a longer vector"""
+    """works for a single element and for a longer vector
+
+    ko: 원소 하나와 더 긴 벡터에서도 동작
+    """
     for n in (1, 40):
         x = (torch.rand(n) * 4 - 2).requires_grad_()
         call = run(student, x)
@@ -112,7 +124,10 @@ def test_other_lengths(student):
 
 @points(1)
 def test_one_graph_backpropagated_twice(student):
-    """6x² comes from one y backpropagated twice, not from a y computed again"""
+    """6x² comes from one y backpropagated twice, not from a y computed again
+
+    ko: 6x²는 다시 계산한 y가 아니라 y 하나를 두 번 역전파해서 나옴
+    """
     x = torch.randn(4).requires_grad_()
     call = run(student, x)
     expect_gradient(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x),

@@ -153,30 +153,45 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
 @visible
 @points(2)
 def test_small_network_four_steps(student):
-    """losses and trained weights for a 4-sample network, 4 steps"""
+    """losses and trained weights for a 4-sample network, 4 steps
+
+    ko: 샘플 4개 네트워크를 4단계 학습한 손실과 가중치
+    """
     check(student, make_setup(n=4, d_in=3, hidden=2, d_out=2, learning_rate=0.01, steps=4))
 
 
 @points(2)
 def test_losses_follow_reference(student):
-    """the losses of 12 steps on hidden data"""
+    """the losses of 12 steps on hidden data
+
+    ko: 숨겨진 데이터에서 12단계의 손실
+    """
     check(student, make_setup(n=8, d_in=5, hidden=4, d_out=3, learning_rate=1e-3, steps=12), weights=False)
 
 
 @points(2)
 def test_weights_updated_in_place(student):
-    """the caller's w1 and w2 hold the trained weights"""
+    """the caller's w1 and w2 hold the trained weights
+
+    ko: 호출한 쪽의 w1과 w2에 학습된 가중치가 들어 있음
+    """
     check(student, make_setup(n=6, d_in=4, hidden=5, d_out=2, learning_rate=2e-3, steps=7))
 
 
 @points(1)
 def test_one_step_loss_before_update(student):
-    """a single step reports the loss before its update"""
+    """a single step reports the loss before its update
+
+    ko: 한 단계는 갱신 전의 손실을 보고함
+    """
     check(student, make_setup(n=5, d_in=3, hidden=3, d_out=1, learning_rate=5e-3, steps=1))
 
 
 @points(1)
 def test_float64(student):
-    """float64 data and weights: same results, dtype kept"""
+    """float64 data and weights: same results, dtype kept
+
+    ko: float64 데이터와 가중치: 같은 결과, dtype 유지
+    """
     check(student, make_setup(n=7, d_in=4, hidden=3, d_out=2, learning_rate=1e-3, steps=5, dtype=torch.float64),
           check_dtype=True)

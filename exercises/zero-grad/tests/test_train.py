@@ -157,7 +157,10 @@ def check_training(student, setup):
 @visible
 @points(2)
 def test_train_plain_sgd(student):
-    """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs"""
+    """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs
+
+    ko: 일반 SGD로 Linear(3, 1) 학습: 배치 2개, epoch 3번
+    """
     setup = make_setup(samples=8, features=3, outputs=1, batch_size=4, lr=0.1, momentum=0.0, epochs=3,
                        seed=11)
     check_training(student, setup)
@@ -165,7 +168,10 @@ def test_train_plain_sgd(student):
 
 @points(3)
 def test_train_with_momentum(student):
-    """trains a Linear model with SGD and momentum"""
+    """trains a Linear model with SGD and momentum
+
+    ko: 모멘텀이 있는 SGD로 Linear 모델 학습
+    """
     setup = make_setup(samples=12, features=4, outputs=2, batch_size=4, lr=0.05, momentum=0.9, epochs=4,
                        seed=2024)
     check_training(student, setup)
@@ -173,7 +179,10 @@ def test_train_with_momentum(student):
 
 @points(1)
 def test_losses_are_epoch_means(student):
-    """returns the mean batch loss of every epoch"""
+    """returns the mean batch loss of every epoch
+
+    ko: epoch마다 배치 손실의 평균을 반환
+    """
     setup = make_setup(samples=9, features=2, outputs=3, batch_size=3, lr=0.0, momentum=0.0, epochs=2,
                        seed=7)
     check_training(student, setup)
@@ -181,7 +190,10 @@ def test_losses_are_epoch_means(student):
 
 @points(1)
 def test_train_model_with_stale_gradients(student):
-    """trains a model that arrives with gradients left by an earlier backward()"""
+    """trains a model that arrives with gradients left by an earlier backward()
+
+    ko: 이전 backward()가 남긴 기울기를 가진 채 들어온 모델을 학습
+    """
     setup = make_setup(samples=8, features=3, outputs=2, batch_size=4, lr=0.1, momentum=0.0, epochs=2,
                        seed=5, stale=True)
     check_training(student, setup)

@@ -51,7 +51,10 @@ def g2_mistakes(x):
 @visible
 @points(2)
 def test_second_gradient_is_ones(student):
-    """g2 is all ones for x = [1.5, -0.5, 2.5]"""
+    """g2 is all ones for x = [1.5, -0.5, 2.5]
+
+    ko: x = [1.5, -0.5, 2.5]에 대해 g2는 모두 1
+    """
     x = torch.tensor([1.5, -0.5, 2.5], requires_grad=True)
     g1, g2 = pair(student.call("two_gradients", x))
     expect_close(g2, torch.ones(3), what="g2", mistakes=g2_mistakes(x))
@@ -59,7 +62,10 @@ def test_second_gradient_is_ones(student):
 
 @points(2)
 def test_first_gradient_is_4x(student):
-    """g1 is still 4x when two_gradients returns"""
+    """g1 is still 4x when two_gradients returns
+
+    ko: two_gradients가 반환할 때 g1은 여전히 4x
+    """
     x = torch.randn(6).requires_grad_()
     g1, g2 = pair(student.call("two_gradients", x))
     expect_close(g1, 4 * x.detach(), what="g1", mistakes=g1_mistakes(x))
@@ -67,7 +73,10 @@ def test_first_gradient_is_4x(student):
 
 @points(1)
 def test_x_grad_holds_second_gradient(student):
-    """x.grad holds the second gradient afterwards (float64 keeps its dtype)"""
+    """x.grad holds the second gradient afterwards (float64 keeps its dtype)
+
+    ko: 호출 뒤 x.grad에 두 번째 기울기가 들어 있음 (float64는 dtype 유지)
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     call = student.call("two_gradients", x)
     after = call.args[0]
