@@ -207,3 +207,25 @@ def test_grad_of_f_large_matrix(student):
     """
     a = with_sum_sign(torch.randn(2, 3), positive=False)
     check_grad(student, a / a.norm() * 900)
+
+
+SMALL_SUM = ("f(a) took the 100 * b branch although b.sum() is positive (0.4 here). This fits two mistakes: "
+             "the branches are swapped, or the condition compares with a threshold other than 0. Return b "
+             "exactly when b.sum() > 0, and 100 * b otherwise.",
+             "b.sum()이 양수(여기서는 0.4)인데 f(a)가 100 * b 분기로 갔습니다. 두 가지 실수가 가능합니다: 분기가 "
+             "뒤바뀌었거나, 조건이 0이 아닌 다른 기준과 비교합니다. b.sum() > 0일 때 정확히 b를, 아니면 "
+             "100 * b를 반환하세요.")
+
+
+@points(1)
+def test_f_small_positive_sum(student):
+    """a small positive sum (0.4 after the doublings) still takes the b branch
+
+    ko: 작은 양수 합(두 배 하기 뒤 0.4)도 b 분기로 감
+    """
+    a = torch.tensor([250.0, -249.9], dtype=torch.float64).requires_grad_()
+    with hints_for_errors(ERRORS):
+        call = student.call("f", a)
+    expected = reference_f(a)
+    expect_close(call.value, expected, what="f(a)",
+                 mistakes=[Mistake(expected * 100, *SMALL_SUM)] + f_mistakes(a, expected))

@@ -450,3 +450,27 @@ def test_skips_step_when_only_gradients_overflow(student):
                      steps=[step(), step(grad="inf"), step(), step(grad="nan", unscale=1), step(), step(inject="inf"),
                             step()])
     check_steps(student, spec)
+
+
+DEFAULT_INTERVAL = ("With its default arguments the scale did not double after exactly 2000 clean steps: "
+                    "the defaults must be those of torch.amp.GradScaler (init_scale=2.0**16, growth_factor=2.0, "
+                    "backoff_factor=0.5, growth_interval=2000).",
+                    "기본 인자로 만든 scaler의 scale이 정확히 깨끗한 스텝 2000번 뒤에 두 배가 되지 않았습니다. "
+                    "기본값은 torch.amp.GradScaler와 같아야 합니다(init_scale=2.0**16, growth_factor=2.0, "
+                    "backoff_factor=0.5, growth_interval=2000).")
+
+
+@points(1)
+def test_default_growth_interval(student):
+    """with default arguments the scale doubles after exactly 2000 clean steps
+
+    ko: 기본 인자에서는 깨끗한 스텝 정확히 2000번 뒤에 scale이 두 배가 됨
+    """
+    scales = student.probe("run_default_growth", 2001, for_function="GradScaler").value
+    if not isinstance(scales, list):
+        raise Feedback("the scales after steps 1999 to 2001 should be a list of numbers", Hint(*DEFAULT_INTERVAL),
+                       "1999번째부터 2001번째 스텝까지의 scale이 숫자 리스트여야 합니다")
+    got = torch.tensor([number(s, "get_scale()") for s in scales], dtype=torch.float64)
+    expect_close(got, torch.tensor([2.0**16, 2.0**17, 2.0**17], dtype=torch.float64),
+                 what="get_scale() after steps 1999, 2000 and 2001", rtol=0, atol=0, hint=Hint(*DEFAULT_INTERVAL),
+                 mistakes=[Mistake(lambda t: bool(t[0] > 2.0**17), *EVERY_STEP)])
