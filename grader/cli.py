@@ -49,13 +49,16 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
 
 @main.command("check")
 @click.argument("exercises", nargs=-1)
-def check_command(exercises: tuple[str, ...]) -> None:
+@click.option("--mutate", is_flag=True, help="Mutate each reference solution and report the mutants "
+              "that still get full marks (see grader.catalog.mutation).")
+def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     """Check exercise bundles: the reference scores full marks (twice, identically),
     the starter less, and every mutant fails exactly as it declares.
 
     With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
     """
     from grader import catalog
+    from grader.catalog import mutation
     from grader.catalog.check import check, format_check
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
@@ -63,6 +66,10 @@ def check_command(exercises: tuple[str, ...]) -> None:
     try:
         chosen = ([catalog.find(e) for e in exercises] if exercises
                   else catalog.all_bundles(settings().exercises_dir))
+        if mutate:
+            results = [r for bundle in chosen for r in mutation.run(bundle)]
+            click.echo(mutation.format_results(results))
+            sys.exit(1 if any(r.survived for r in results) else 0)
         rows = [row for bundle in chosen for row in check(bundle)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-from grader.settings import settings
+from grader.settings import private_dir, private_file, settings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -53,8 +53,6 @@ def engine_for(url: str) -> Engine:
 def _private_database(path: Path) -> None:
     """The SQLite file 0600 (its -wal and -shm files take its mode), in a folder made 0700;
     the default ./instance folder is tightened to 0700 if it was not."""
-    from grader.settings import private_dir, private_file
-
     if not path.parent.exists() or path.parent == Path.cwd() / "instance":
         private_dir(path.parent)
     private_file(path)

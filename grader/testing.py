@@ -25,7 +25,6 @@ report.
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import random
 from contextlib import contextmanager
@@ -35,11 +34,14 @@ from typing import Any, Iterable
 import pytest
 import torch
 
-from grader.engine.inside.wire import StudentException, TensorState
+from grader.engine.inside.wire import TensorState
+from grader.evidence import assigns_grad, empty_grad_hint, why_grad_is_empty
+from grader.feedback import Feedback, Hint, StudentError
 
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
+    "expect_gradient", "expect_no_hand_made_grad",
 ]
 
 
@@ -58,15 +60,6 @@ def hint(en: str, ko: str | None = None):
 
 
 @dataclass(frozen=True)
-class Hint:
-    en: str
-    ko: str | None = None
-
-    def as_dict(self) -> dict[str, str]:
-        return {"en": self.en, **({"ko": self.ko} if self.ko else {})}
-
-
-@dataclass(frozen=True)
 class Mistake:
     """A known wrong value, and the misconception that produces it."""
 
@@ -81,67 +74,6 @@ class Mistake:
             torch.as_tensor(self.value)
         return expected.shape == actual.shape and bool(
             torch.allclose(actual.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=False))
-
-
-class Feedback(AssertionError):
-    """A failed check with a message (shown for visible tests) and an optional hint."""
-
-    def __init__(self, message: str, hint: Hint | None = None, message_ko: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.message_ko = message_ko
-        self.hint = hint
-
-
-_KNOWN_EXCEPTIONS = frozenset(
-    name for name, value in vars(builtins).items()
-    if isinstance(value, type) and issubclass(value, BaseException)
-) | {"OutOfMemoryError", "GradcheckError"}
-
-
-class StudentError(Feedback):
-    """The student's code did not return: it raised, ran out of time or memory, or exited."""
-
-    KINDS = {
-        "exception": ("Your code raised an exception", "코드에서 예외가 발생했습니다"),
-        "timeout": ("Your code ran out of time", "시간 제한을 넘었습니다"),
-        "memory": ("Your code ran out of memory", "메모리 제한을 넘었습니다"),
-        "exit": ("Your code ended its process instead of returning",
-                 "코드가 값을 반환하지 않고 프로세스를 종료했습니다"),
-        "crash": ("The process running your code crashed", "코드를 실행하던 프로세스가 비정상 종료했습니다"),
-        "too_large": ("Your code returned too much data", "반환한 데이터가 너무 큽니다"),
-        "unencodable": ("Your code returned a value that cannot be graded",
-                        "채점할 수 없는 값을 반환했습니다"),
-        "malformed": ("Your code sent back data the grader cannot read",
-                      "코드가 채점기가 읽을 수 없는 데이터를 돌려보냈습니다"),
-        "sandbox": ("The grader could not run your code", "채점기가 코드를 실행하지 못했습니다"),
-        "refused": ("Your submission could not be run", "제출한 코드를 실행할 수 없습니다"),
-    }
-
-    def __init__(self, kind: str, function: str, detail: str = "",
-                 exception: StudentException | None = None):
-        en, ko = self.KINDS.get(kind, self.KINDS["crash"])
-        self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
-        where = f" in {function}()"
-        full = f"{en}{where}" + (f": {detail}" if detail else "")
-        full_ko = f"{function}(): {ko}" + (f" ({detail})" if detail else "")
-        if exception is not None:
-            full += "\n" + exception.format()
-            full_ko += "\n" + exception.format()
-        super().__init__(full, message_ko=full_ko)
-
-    def short(self) -> str:
-        """What a hidden test may show: no exception message (it could echo hidden inputs)."""
-        en, _ = self.KINDS.get(self.kind, self.KINDS["crash"])
-        line = ""
-        if self.exception is not None:
-            # The class name is the student's to choose, so only well-known ones are shown.
-            name = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
-            # No line number: a submission can raise at a line chosen from the hidden input.
-            line = f": {name}"
-        elif self.kind in ("timeout", "memory", "too_large", "refused"):
-            line = f": {self.detail}"
-        return f"{en} in {self.function}(){line}"
 
 
 @dataclass
@@ -169,6 +101,11 @@ class Student:
 
     def call(self, function: str, *args, **kwargs) -> Call:
         return self._run("submission", function, args, kwargs)
+
+    @property
+    def source(self) -> str:
+        """The submission's text: data to parse for evidence, never to run here."""
+        return getattr(self._channel, "files", {}).get("submission.py", "")
 
     def probe(self, function: str, *args, for_function: str | None = None, **kwargs) -> Call:
         """Run a function of the exercise's probes.py (it may drive the student's code).
@@ -307,6 +244,37 @@ def hints_for_errors(hints: dict[str, Hint]):
                 err.hint = hint
                 break
         raise
+
+
+def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tensor, fix: tuple[str, str],
+                    value: Any = None, name: str = "x", mistakes: Iterable[Mistake] = (),
+                    check_dtype: bool = False, rtol: float = 1e-5, atol: float = 1e-6,
+                    hint: Hint | None = None) -> None:
+    """Like :func:`expect_close` for a gradient autograd must have stored (``x.grad``).
+
+    When it is None, the hint says which of the look-alike ways of leaving it empty the
+    submission took (by hand, torch.autograd.grad, backward on a copy), from evidence:
+    ``value`` (what the call returned) and ``rerun(x2)``, the same call with ``x2`` in
+    place of ``x`` (see grader.evidence). ``fix`` (en, ko) is the exercise's way to do it.
+    ``hint`` is for a gradient that is there but wrong and matches none of ``mistakes``.
+    """
+    if grad is None:
+        hint = empty_grad_hint(why_grad_is_empty(rerun, x, value), fix, name)
+        raise Feedback(f"{what} is None; expected {describe(expected)}", hint, f"{what} 값이 None입니다")
+    expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol,
+                 hint=hint)
+
+
+def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:
+    """Fail when ``function`` stores a gradient of its own making into a ``.grad``."""
+    if assigns_grad(student.source, function):
+        raise Feedback(f"{function}() assigns a value to a .grad itself; the gradient must be left there by "
+                       "backward()",
+                       Hint(f"{name}.grad was assigned by hand ({name}.grad = ...), not left there by backward(). "
+                            f"Let backward() fill {name}.grad.",
+                            f"{name}.grad에 값을 직접 대입했습니다({name}.grad = ...). backward()가 {name}.grad를 "
+                            "채우게 하세요."),
+                       f"{function}()이 .grad에 직접 값을 대입합니다. 기울기는 backward()가 남겨야 합니다")
 
 
 def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):

@@ -22,9 +22,9 @@ def test_every_exercise_in_the_catalogue_checks_out(exercise):
 def test_check_flags_a_mutant_that_passes_a_test_it_declares_failing(tmp_path):
     bundle = shutil.copytree(BASICS, tmp_path / "autograd-basics")
     manifest = bundle / "mutants" / "mutants.toml"
-    manifest.write_text(manifest.read_text().replace(
-        'fails = ["test_gradient_is_left_in_x_grad", "test_keeps_dtype_float64"]',
-        'fails = ["test_returns_gradient_of_2xtx"]'))
+    manifest.write_text(manifest.read_text().replace(  # hand_computed's declaration only
+        '[hand_computed]\nfails = ["test_gradient_is_left_in_x_grad", "test_keeps_dtype_float64"]',
+        '[hand_computed]\nfails = ["test_returns_gradient_of_2xtx"]'))
     rows = check(catalog.load(bundle))
     bad = [r for r in rows if not r.ok]
     assert [r.subject for r in bad] == ["mutant:hand_computed"]

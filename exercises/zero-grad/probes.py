@@ -12,9 +12,12 @@ import torch
 import submission
 
 
-def run_train(seed, inputs, targets, batch_size, lr, momentum, epochs):
+def run_train(seed, inputs, targets, batch_size, lr, momentum, epochs, stale=None):
+    """``stale``: gradients (weight, bias) the model arrives with, as after an earlier backward()."""
     torch.manual_seed(seed)
     model = torch.nn.Linear(inputs.shape[1], targets.shape[1]).to(inputs.device)
+    if stale is not None:
+        model.weight.grad, model.bias.grad = (g.clone() for g in stale)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     loss_fn = torch.nn.MSELoss()
     batches = [(inputs[i:i + batch_size], targets[i:i + batch_size])
@@ -26,7 +29,7 @@ def run_train(seed, inputs, targets, batch_size, lr, momentum, epochs):
 def _plain(value, depth=0):
     """What train() returned, in a form that can leave the sandbox (numpy floats become floats)."""
     if isinstance(value, torch.Tensor):
-        return value.detach()
+        return value  # as it is: whether it still carries a graph is part of the answer
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, numbers.Real):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
+from grader.catalog import misconceptions
 from grader.catalog.bundle import Bundle
 from grader.engine.grading import grade
 
@@ -62,6 +63,7 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
             row("bundle", "valid mutants/mutants.toml", str(exc), False)
     files = {p.stem: p for p in sorted(mutants_dir.glob("*.py"))} if mutants_dir.is_dir() else {}
     row("bundle", ">= 3 mutants", str(len(files)), len(files) >= 3)
+    reports = {}
     for name in sorted(set(declared) | set(files)):
         subject = f"mutant:{name}"
         spec = declared.get(name)
@@ -76,12 +78,10 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
         failed = {t.id.rsplit("::", 1)[-1] for t in report.tests if not t.passed}
         row(subject, "fails " + ", ".join(sorted(must_fail)), "fails " + (", ".join(sorted(failed)) or "nothing"),
             failed == must_fail and must_fail)
-        hint = spec.get("hint")
-        if hint:
-            hints = [h for t in report.tests if not t.passed
-                     for h in (t.hint, t.i18n.get("ko", {}).get("hint")) if h]
-            row(subject, f"hint mentions {hint!r}", "yes" if any(hint in h for h in hints) else
-                (hints[0][:60] + "..." if hints else "no hint"), any(hint in h for h in hints))
+        reports[name] = report
+    # Hints and mutants in step with the misconception table.
+    for subject, expected, actual, ok in misconceptions.check(bundle, declared, reports):
+        row(subject, expected, actual, ok)
     return rows
 
 

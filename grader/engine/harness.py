@@ -86,6 +86,11 @@ class _Collector:
             id=item.nodeid, name=doc.splitlines()[0] if doc else item.name, visible=visible,
             passed=passed, points=max_points if passed else 0.0, max_points=max_points,
             duration_ms=coarse_ms(sum(rep.duration for rep, _ in phases.values())))
+        for line in doc.splitlines()[1:]:
+            # A docstring line "ko: ..." names the test in Korean.
+            lang, sep, name = line.strip().partition(":")
+            if sep and lang in ("ko",) and name.strip():
+                result.i18n.setdefault(lang, {})["name"] = name.strip()
         if passed:
             return result
         excinfo = next((exc for rep, exc in phases.values() if rep.failed and exc is not None), None)

@@ -43,7 +43,7 @@ class TestResult:
     message: str | None = None
     hint: str | None = None
     duration_ms: float = 0.0
-    i18n: dict[str, dict[str, str]] = field(default_factory=dict)  # {"ko": {"message", "hint"}}
+    i18n: dict[str, dict[str, str]] = field(default_factory=dict)  # {"ko": {"name", "message", "hint"}}
 
 
 @dataclass
@@ -97,8 +97,9 @@ class Report:
         for test in self.tests:
             mark = "PASS" if test.passed else "FAIL"
             kind = "" if test.visible else " (hidden)"
-            lines.append(f"  {mark} {test.name}{kind}  {_fmt(test.points)}/{_fmt(test.max_points)}")
             local = test.i18n.get(lang, {})
+            lines.append(f"  {mark} {local.get('name') or test.name}{kind}  "
+                         f"{_fmt(test.points)}/{_fmt(test.max_points)}")
             message = local.get("message") or test.message
             hint = local.get("hint") or test.hint
             if message and not test.passed:

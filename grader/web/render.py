@@ -39,10 +39,11 @@ def markdown_html(text: str) -> Markup:
 
 
 def localized_tests(report: dict, lang: str) -> list[dict]:
-    """The report's tests with message and hint in ``lang`` where the exercise has them."""
+    """The report's tests with name, message and hint in ``lang`` where the exercise has them."""
     tests = []
     for test in report.get("tests", []):
         local = (test.get("i18n") or {}).get(lang, {})
-        tests.append({**test, "message": local.get("message") or test.get("message"),
+        tests.append({**test, "name": local.get("name") or test.get("name"),
+                      "message": local.get("message") or test.get("message"),
                       "hint": local.get("hint") or test.get("hint")})
     return tests

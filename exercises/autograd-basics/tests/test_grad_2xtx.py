@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Hint, Mistake, expect_close, expect_true, points, visible
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad, expect_true,
+                            points, visible)
 
 
 def mistakes(x):
@@ -17,16 +18,22 @@ def mistakes(x):
     ]
 
 
-BY_HAND = Hint("x.grad is empty: the gradient was worked out by hand. Build y from x with torch "
-               "operations and call y.backward(); autograd then fills x.grad.",
-               "x.grad가 비어 있습니다. 기울기를 손으로 계산했습니다. x로 y를 만들고 y.backward()를 "
-               "호출하면 autograd가 x.grad를 채웁니다.")
+FIX = ("Build y from x with torch operations and call y.backward(); autograd then fills x.grad.",
+       "x로 y를 만들고 y.backward()를 호출하면 autograd가 x.grad를 채웁니다.")
+
+
+def rerun(student):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: student.call("grad_2xtx", other)
 
 
 @visible
 @points(2)
 def test_returns_gradient_of_2xtx(student):
-    """returns 4x for x = [1, 2, 3]"""
+    """returns 4x for x = [1, 2, 3]
+
+    ko: x = [1, 2, 3]에 대해 4x를 반환
+    """
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     call = student.call("grad_2xtx", x)
     expect_close(call.value, 4 * x.detach(), what="grad_2xtx(x)", mistakes=mistakes(x))
@@ -34,11 +41,16 @@ def test_returns_gradient_of_2xtx(student):
 
 @points(2)
 def test_gradient_is_left_in_x_grad(student):
-    """x.grad holds 4x after the call"""
+    """x.grad holds 4x after the call
+
+    ko: 호출이 끝난 뒤 x.grad에 4x가 들어 있음
+    """
     x = torch.randn(7).requires_grad_()
     call = student.call("grad_2xtx", x)
     after = call.args[0]
-    expect_close(after.grad, 4 * x.detach(), what="x.grad", mistakes=mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, 4 * x.detach(), what="x.grad", mistakes=mistakes(x), rerun=rerun(student), x=x,
+                    value=call.value, fix=FIX)
+    expect_no_hand_made_grad(student, "grad_2xtx")
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
                           "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."))
@@ -46,16 +58,23 @@ def test_gradient_is_left_in_x_grad(student):
 
 @points(1)
 def test_keeps_dtype_float64(student):
-    """float64 in, float64 gradient out"""
+    """float64 in, float64 gradient out
+
+    ko: float64 입력에는 float64 기울기
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     call = student.call("grad_2xtx", x)
     expect_close(call.value, 4 * x.detach(), what="grad_2xtx(x)", check_dtype=True, mistakes=mistakes(x))
-    expect_close(call.args[0].grad, 4 * x.detach(), what="x.grad", check_dtype=True, hint=BY_HAND)
+    expect_gradient(call.args[0].grad, 4 * x.detach(), what="x.grad", check_dtype=True, rerun=rerun(student),
+                    x=x, value=call.value, fix=FIX)
 
 
 @points(1)
 def test_works_for_other_lengths(student):
-    """works for a single element and for a long vector"""
+    """works for a single element and for a long vector
+
+    ko: 원소 하나와 긴 벡터에서도 동작
+    """
     for n in (1, 300):
         x = (torch.rand(n) * 10 - 5).requires_grad_()
         call = student.call("grad_2xtx", x)

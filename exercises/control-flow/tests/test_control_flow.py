@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors, points,
+                            visible)
 
 
 def reference_f(a):
@@ -49,10 +50,8 @@ CUT = Hint("f(a) is no longer connected to a: a step made a new tensor from the 
            "b의 값으로 새 텐서를 만든 단계가 있어 autograd가 a로 돌아가는 경로를 잃었습니다. 모든 단계를 b에 "
            "대한 torch 연산(b = b * 2)으로 두세요. 조건문 안에서 .item()을 쓰는 것은 괜찮습니다.")
 
-BY_HAND = Hint("a.grad is empty: the gradient was worked out as f(a) / a instead of by backward(). Call "
-               "f(a).sum().backward(); autograd then fills a.grad.",
-               "a.grad가 비어 있습니다. 기울기를 backward()로 구하지 않고 f(a) / a로 계산했습니다. "
-               "f(a).sum().backward()를 호출하면 autograd가 a.grad를 채웁니다.")
+FIX = ("Call f(a).sum().backward() on the a you were given; autograd then fills a.grad.",
+       "받은 a로 f(a).sum().backward()를 호출하면 autograd가 a.grad를 채웁니다.")
 
 RETURN = Hint("grad_of_f should return a.grad, the gradient that f(a).sum().backward() left there.",
               "grad_of_f는 f(a).sum().backward()가 남긴 기울기인 a.grad를 반환해야 합니다.")
@@ -97,7 +96,9 @@ def check_grad(student, a):
                      Mistake(lambda t: not bool(t.abs().sum()), CUT.en, CUT.ko)]
     expect_close(call.value, expected, what="grad_of_f(a)", mistakes=grad_mistakes, hint=RETURN)
     after = call.args[0]
-    expect_close(after.grad, expected, what="a.grad", mistakes=grad_mistakes, hint=BY_HAND)
+    with hints_for_errors(ERRORS):
+        expect_gradient(after.grad, expected, what="a.grad", mistakes=grad_mistakes, value=call.value, x=a,
+                        name="a", fix=FIX, rerun=lambda other: student.call("grad_of_f", other))
     expect_true(after.is_leaf and after.requires_grad, "a is no longer a leaf that requires grad",
                 hint=Hint("Do not replace or detach a; differentiate with respect to the a you were given.",
                           "a를 바꾸거나 detach하지 말고, 받은 a에 대해 미분하세요."),
@@ -111,44 +112,65 @@ def with_sum_sign(a, positive):
 @visible
 @points(2)
 def test_f_positive_sum(student):
-    """f(a) for a = [0.3, -0.2, 1.1, 0.4] (positive sum)"""
+    """f(a) for a = [0.3, -0.2, 1.1, 0.4] (positive sum)
+
+    ko: a = [0.3, -0.2, 1.1, 0.4]일 때의 f(a) (합이 양수)
+    """
     check_f(student, torch.tensor([0.3, -0.2, 1.1, 0.4]))
 
 
 @points(2)
 def test_f_negative_sum(student):
-    """f(a) for a vector with a negative sum"""
+    """f(a) for a vector with a negative sum
+
+    ko: 합이 음수인 벡터의 f(a)
+    """
     check_f(student, with_sum_sign(torch.randn(7), positive=False))
 
 
 @points(1)
 def test_f_matrix(student):
-    """f(a) for a matrix"""
+    """f(a) for a matrix
+
+    ko: 행렬의 f(a)
+    """
     check_f(student, with_sum_sign(torch.randn(3, 4), positive=False) * 0.01)
 
 
 @points(1)
 def test_f_large_input_no_doubling(student):
-    """f(a) when 2a already has a norm of 1000 or more: the loop runs zero times"""
+    """f(a) when 2a already has a norm of 1000 or more: the loop runs zero times
+
+    ko: 2a의 노름이 이미 1000 이상일 때의 f(a): 루프가 한 번도 돌지 않음
+    """
     a = with_sum_sign(torch.randn(5), positive=True)
     check_f(student, a / a.norm() * 1700)
 
 
 @points(1)
 def test_f_stops_when_norm_reaches_1000(student):
-    """the loop stops when the norm is exactly 1000"""
+    """the loop stops when the norm is exactly 1000
+
+    ko: 노름이 정확히 1000이면 루프가 멈춤
+    """
     check_f(student, torch.tensor([[-5.625, 7.5], [7.5, 10.0]]), boundary="norm")
 
 
 @points(1)
 def test_f_zero_sum_takes_else_branch(student):
-    """a sum of exactly 0 takes the 100 * b branch"""
+    """a sum of exactly 0 takes the 100 * b branch
+
+    ko: 합이 정확히 0이면 100 * b 분기로 감
+    """
     check_f(student, torch.tensor([0.75, -1.25, -0.75, 1.25, 0.5, -0.5]), boundary="sum")
 
 
 @points(1)
 def test_f_stays_in_graph(student):
-    """f(a) is still connected to a (it has a grad_fn)"""
+    """f(a) is still connected to a (it has a grad_fn)
+
+    ko: f(a)가 아직 a와 이어져 있음 (grad_fn이 있음)
+    """
     a = with_sum_sign(torch.randn(6), positive=True).requires_grad_()
     with hints_for_errors(ERRORS):
         call = student.call("f", a)
@@ -161,18 +183,49 @@ def test_f_stays_in_graph(student):
 @visible
 @points(2)
 def test_grad_of_f_vector(student):
-    """grad_of_f(a) for a = [0.25, -1.5, 0.75] (negative sum)"""
+    """grad_of_f(a) for a = [0.25, -1.5, 0.75] (negative sum)
+
+    ko: a = [0.25, -1.5, 0.75]일 때의 grad_of_f(a) (합이 음수)
+    """
     check_grad(student, torch.tensor([0.25, -1.5, 0.75]))
 
 
 @points(2)
 def test_grad_left_in_a_grad(student):
-    """a.grad holds f(a) / a after grad_of_f (positive sum)"""
+    """a.grad holds f(a) / a after grad_of_f (positive sum)
+
+    ko: grad_of_f 뒤 a.grad에 f(a) / a가 들어 있음 (합이 양수)
+    """
     check_grad(student, with_sum_sign(torch.randn(8), positive=True))
 
 
 @points(1)
 def test_grad_of_f_large_matrix(student):
-    """gradient for a large matrix with a negative sum (no doubling at all)"""
+    """gradient for a large matrix with a negative sum (no doubling at all)
+
+    ko: 합이 음수인 큰 행렬의 기울기 (두 배 하기가 전혀 없음)
+    """
     a = with_sum_sign(torch.randn(2, 3), positive=False)
     check_grad(student, a / a.norm() * 900)
+
+
+SMALL_SUM = ("f(a) took the 100 * b branch although b.sum() is positive (0.4 here). This fits two mistakes: "
+             "the branches are swapped, or the condition compares with a threshold other than 0. Return b "
+             "exactly when b.sum() > 0, and 100 * b otherwise.",
+             "b.sum()이 양수(여기서는 0.4)인데 f(a)가 100 * b 분기로 갔습니다. 두 가지 실수가 가능합니다: 분기가 "
+             "뒤바뀌었거나, 조건이 0이 아닌 다른 기준과 비교합니다. b.sum() > 0일 때 정확히 b를, 아니면 "
+             "100 * b를 반환하세요.")
+
+
+@points(1)
+def test_f_small_positive_sum(student):
+    """a small positive sum (0.4 after the doublings) still takes the b branch
+
+    ko: 작은 양수 합(두 배 하기 뒤 0.4)도 b 분기로 감
+    """
+    a = torch.tensor([250.0, -249.9], dtype=torch.float64).requires_grad_()
+    with hints_for_errors(ERRORS):
+        call = student.call("f", a)
+    expected = reference_f(a)
+    expect_close(call.value, expected, what="f(a)",
+                 mistakes=[Mistake(expected * 100, *SMALL_SUM)] + f_mistakes(a, expected))

@@ -118,14 +118,20 @@ def check_result(result, x, upstream=None, *, rtol=1e-5, atol=1e-6):
 @visible
 @points(2)
 def test_forward_and_backward(student):
-    """y and x.grad after y.sum().backward() for x = [-4, -1, 0, 0.5, 3]"""
+    """y and x.grad after y.sum().backward() for x = [-4, -1, 0, 0.5, 3]
+
+    ko: x = [-4, -1, 0, 0.5, 3]에서 y.sum().backward() 뒤의 y와 x.grad
+    """
     x = torch.tensor([-4.0, -1.0, 0.0, 0.5, 3.0])
     check_result(run(student, "apply", x), x)
 
 
 @points(1)
 def test_values_match_softplus(student):
-    """forward values on a matrix match torch.nn.functional.softplus"""
+    """forward values on a matrix match torch.nn.functional.softplus
+
+    ko: 행렬에서 순전파 값이 torch.nn.functional.softplus와 같음
+    """
     x = torch.randn(3, 4) * 5
     result = run(student, "apply", x, backward=False)
     expect_close(result["y"], F.softplus(x), what="Softplus.apply(x)", mistakes=value_mistakes(),
@@ -134,7 +140,10 @@ def test_values_match_softplus(student):
 
 @points(2)
 def test_backward_scales_grad_output(student):
-    """backward multiplies grad_output (a weighted sum of y is backpropagated)"""
+    """backward multiplies grad_output (a weighted sum of y is backpropagated)
+
+    ko: backward가 grad_output을 곱함 (y의 가중합을 역전파)
+    """
     x = torch.randn(7) * 3
     upstream = torch.randn(7) * 2 + 0.5
     check_result(run(student, "apply", x, upstream=upstream), x, upstream)
@@ -142,7 +151,10 @@ def test_backward_scales_grad_output(student):
 
 @points(2)
 def test_gradcheck_float64(student):
-    """torch.autograd.gradcheck passes in float64"""
+    """torch.autograd.gradcheck passes in float64
+
+    ko: float64에서 torch.autograd.gradcheck 통과
+    """
     x = torch.randn(6, dtype=torch.float64) * 2
     # gradcheck's comparison is made here, from the values and gradients the sandbox returns.
     data = run(student, "jacobian_data", x, 1e-6)
@@ -157,6 +169,9 @@ def test_gradcheck_float64(student):
 
 @points(2)
 def test_no_overflow_at_large_inputs(student):
-    """finite, correct values and gradients at |x| of 100 and more"""
+    """finite, correct values and gradients at |x| of 100 and more
+
+    ko: |x|가 100 이상일 때도 유한하고 올바른 값과 기울기
+    """
     values = [-250.0, -100.0, -60.0, 45.0, 100.0, 250.0]
     check_result(run(student, "extreme", values), torch.tensor(values))

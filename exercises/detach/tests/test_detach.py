@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import Hint, Mistake, StudentError, expect_close, expect_true, points, visible
+from grader.testing import expect_gradient, Hint, Mistake, StudentError, expect_close, expect_true, points, visible
 
 
 def partial_mistakes(x):
@@ -52,10 +52,14 @@ def source_mistakes(x):
     ]
 
 
-BY_HAND = Hint("x.grad is empty: the gradient was worked out by hand. Build the graph from x with torch "
-               "operations and call backward(); autograd then fills x.grad.",
-               "x.grad가 비어 있습니다. 기울기를 손으로 계산했습니다. x로 torch 연산을 해서 그래프를 만들고 "
-               "backward()를 호출하면 autograd가 x.grad를 채웁니다.")
+FIX = ("Build the graph from the x you were given with torch operations and call backward(); autograd then "
+       "fills x.grad.",
+       "받은 x로 torch 연산을 해서 그래프를 만들고 backward()를 호출하면 autograd가 x.grad를 채웁니다.")
+
+
+def rerun(student, function):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: run(student, function, other)
 
 IN_PLACE = Hint("backward() found nothing that requires grad: a tensor was detached in place. "
                 "y.detach_() (with the underscore) cuts y itself out of the graph, so y.sum() can no "
@@ -96,7 +100,10 @@ def expect_leaf(after):
 @visible
 @points(2)
 def test_partial_grad_is_u(student):
-    """partial_grad returns u = x² for x = [0.5, -1.5, 2.5, 4]"""
+    """partial_grad returns u = x² for x = [0.5, -1.5, 2.5, 4]
+
+    ko: x = [0.5, -1.5, 2.5, 4]에 대해 partial_grad가 u = x²를 반환
+    """
     x = torch.tensor([0.5, -1.5, 2.5, 4.0], requires_grad=True)
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", mistakes=partial_mistakes(x))
@@ -104,18 +111,25 @@ def test_partial_grad_is_u(student):
 
 @points(2)
 def test_partial_grad_left_in_x_grad(student):
-    """after partial_grad, x.grad holds u = x²"""
+    """after partial_grad, x.grad holds u = x²
+
+    ko: partial_grad 뒤 x.grad에 u = x²가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
     call = run(student, "partial_grad", x)
     after = call.args[0]
-    expect_close(after.grad, x.detach() ** 2, what="x.grad", mistakes=partial_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, x.detach() ** 2, what="x.grad", mistakes=partial_mistakes(x),
+                    rerun=rerun(student, "partial_grad"), x=x, value=call.value, fix=FIX)
     expect_leaf(after)
 
 
 @visible
 @points(2)
 def test_source_grad_is_2x(student):
-    """source_grad returns 2x for x = [-2, 0.5, 1.5, 3]"""
+    """source_grad returns 2x for x = [-2, 0.5, 1.5, 3]
+
+    ko: x = [-2, 0.5, 1.5, 3]에 대해 source_grad가 2x를 반환
+    """
     x = torch.tensor([-2.0, 0.5, 1.5, 3.0], requires_grad=True)
     call = run(student, "source_grad", x)
     expect_close(call.value, 2 * x.detach(), what="source_grad(x)", mistakes=source_mistakes(x))
@@ -123,25 +137,34 @@ def test_source_grad_is_2x(student):
 
 @points(2)
 def test_source_grad_left_in_x_grad(student):
-    """after source_grad, x.grad holds 2x and nothing else"""
+    """after source_grad, x.grad holds 2x and nothing else
+
+    ko: source_grad 뒤 x.grad에 2x만 들어 있음
+    """
     x = torch.randn(5).requires_grad_()
     call = run(student, "source_grad", x)
     after = call.args[0]
-    expect_close(after.grad, 2 * x.detach(), what="x.grad", mistakes=source_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, 2 * x.detach(), what="x.grad", mistakes=source_mistakes(x),
+                    rerun=rerun(student, "source_grad"), x=x, value=call.value, fix=FIX)
     expect_leaf(after)
 
 
 @points(1)
 def test_float64_matrix(student):
-    """both functions work on a float64 matrix and keep its dtype"""
+    """both functions work on a float64 matrix and keep its dtype
+
+    ko: 두 함수 모두 float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 4, dtype=torch.float64).requires_grad_()
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", check_dtype=True,
                  mistakes=partial_mistakes(x))
-    expect_close(call.args[0].grad, x.detach() ** 2, what="x.grad after partial_grad", check_dtype=True,
-                 mistakes=partial_mistakes(x), hint=BY_HAND)
+    expect_gradient(call.args[0].grad, x.detach() ** 2, what="x.grad after partial_grad", check_dtype=True,
+                    mistakes=partial_mistakes(x), rerun=rerun(student, "partial_grad"), x=x, value=call.value,
+                    fix=FIX)
     call = run(student, "source_grad", x)
     expect_close(call.value, 2 * x.detach(), what="source_grad(x)", check_dtype=True,
                  mistakes=source_mistakes(x))
-    expect_close(call.args[0].grad, 2 * x.detach(), what="x.grad after source_grad", check_dtype=True,
-                 mistakes=source_mistakes(x), hint=BY_HAND)
+    expect_gradient(call.args[0].grad, 2 * x.detach(), what="x.grad after source_grad", check_dtype=True,
+                    mistakes=source_mistakes(x), rerun=rerun(student, "source_grad"), x=x, value=call.value,
+                    fix=FIX)

@@ -34,6 +34,11 @@ NO_ZERO_GRAD = Hint("The gradients of earlier steps were still there: call optim
                     "of every step.",
                     "이전 스텝의 기울기가 남아 있었습니다. 스텝마다 처음에 optimizer.zero_grad()를 호출하세요.")
 
+LOSS_GRAPH = Hint("amp_step returned the loss tensor, which still carries the step's whole graph: return "
+                  "loss.item(), a plain float, so the graph can be freed.",
+                  "amp_step이 스텝의 그래프 전체를 아직 달고 있는 손실 텐서를 반환했습니다. 그래프가 해제되도록 "
+                  "일반 float인 loss.item()을 반환하세요.")
+
 LOSS_FLOAT = Hint("amp_step must return the loss as a Python float: return loss.item().",
                   "amp_step은 손실을 파이썬 float으로 반환해야 합니다: return loss.item().")
 
@@ -89,6 +94,9 @@ def make_spec(seed, sizes, samples, lr, scaler, calls):
 
 
 def loss_value(value):
+    if isinstance(value, TensorState) and (value.requires_grad or value.grad_fn):
+        raise Feedback(f"amp_step returned the loss tensor itself (grad_fn {value.grad_fn}); expected a float",
+                       LOSS_GRAPH, "amp_step이 손실 텐서 자체를 반환했습니다. float이어야 합니다")
     if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
         return float(value)
     if isinstance(value, TensorState) and value.data.numel() == 1 and value.data.is_floating_point():
@@ -141,14 +149,20 @@ def check_amp(student, spec):
 @visible
 @points(2)
 def test_amp_step_one_step(student):
-    """one amp_step with init_scale 2**12 updates the parameters like plain SGD"""
+    """one amp_step with init_scale 2**12 updates the parameters like plain SGD
+
+    ko: init_scale 2**12로 amp_step 한 번이 일반 SGD처럼 파라미터를 갱신
+    """
     spec = make_spec(seed=17, sizes=[4, 3, 2], samples=8, lr=0.1, scaler={"init_scale": 2.0**12}, calls=1)
     check_amp(student, spec)
 
 
 @points(2)
 def test_amp_step_three_steps(student):
-    """three amp_step calls: loss, scale and parameters after each"""
+    """three amp_step calls: loss, scale and parameters after each
+
+    ko: amp_step 세 번: 매번 뒤의 손실, scale, 파라미터
+    """
     spec = make_spec(seed=2718, sizes=[5, 4, 3], samples=6, lr=0.05,
                      scaler={"init_scale": 2.0**8, "growth_interval": 1}, calls=3)
     check_amp(student, spec)

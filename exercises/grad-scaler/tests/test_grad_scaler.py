@@ -41,6 +41,55 @@ NO_BACKOFF = ("The scale did not go down after an overflow: update() must multip
               "오버플로 뒤에 scale이 줄지 않았습니다. 스텝에서 inf나 nan을 찾았다면 update()가 scale에 "
               "backoff_factor를 곱해야 합니다.")
 
+LOSS_ONLY = ("optimizer.step() ran on a step whose gradients held inf or nan while the scaled loss was "
+             "finite: the overflow check looks at the loss, not at the gradients. A gradient can overflow "
+             "on its own; unscale_() must check every parameter's .grad (torch.isfinite).",
+             "스케일된 손실은 유한했지만 기울기에 inf나 nan이 있던 스텝에서 optimizer.step()이 실행되었습니다. "
+             "오버플로 검사가 기울기가 아니라 손실을 봅니다. 기울기만 따로 넘칠 수 있으므로 unscale_()는 모든 "
+             "파라미터의 .grad를 검사해야 합니다(torch.isfinite).")
+
+INF_ONLY = ("optimizer.step() ran on the steps whose gradients were nan, and skipped those with inf: the "
+            "check finds inf but not nan (torch.isinf, or a comparison with float('inf')). Check for both "
+            "with torch.isfinite in unscale_().",
+            "기울기가 nan인 스텝에서는 optimizer.step()이 실행되고 inf인 스텝은 건너뛰었습니다. 검사가 inf만 "
+            "찾고 nan은 놓칩니다(torch.isinf나 float('inf')와의 비교). unscale_()에서 torch.isfinite로 둘 다 "
+            "검사하세요.")
+
+NEVER_RESET = ("After the first overflow every step was skipped, also the clean ones: the inf/nan flag is "
+               "never cleared. update() ends the step; it must reset the flag (and the unscaled mark), so "
+               "that the next step starts clean.",
+               "첫 오버플로 뒤로 깨끗한 스텝까지 모두 건너뛰었습니다. inf/nan 표시를 지우지 않습니다. "
+               "update()가 스텝을 끝내므로 그 표시(그리고 unscale했다는 표시)를 초기화해서 다음 스텝이 "
+               "깨끗하게 시작하게 하세요.")
+
+STEP_LIES = ("What step() returned does not match what it did: the parameters moved on a step where it "
+             "returned False, or stayed put where it returned True. Return True exactly when "
+             "optimizer.step() ran.",
+             "step()의 반환값이 실제 동작과 맞지 않습니다. False를 반환한 스텝에서 파라미터가 움직였거나, "
+             "True를 반환한 스텝에서 그대로였습니다. optimizer.step()을 실행했을 때만 True를 반환하세요.")
+
+# What each of the look-alikes is, in a phrase, for a hint that must name more than one.
+CANDIDATES = {
+    "no_skip": ("step() does not skip optimizer.step() when unscale_() found inf or nan",
+                "unscale_()가 inf나 nan을 찾아도 step()이 optimizer.step()을 건너뛰지 않습니다"),
+    "inf_only": ("the check finds inf but not nan (use torch.isfinite)",
+                 "검사가 inf만 찾고 nan은 놓칩니다(torch.isfinite를 쓰세요)"),
+    "loss_only": ("the check looks at the loss instead of every parameter's .grad",
+                  "검사가 모든 파라미터의 .grad가 아니라 손실을 봅니다"),
+}
+ONE_OF = {"no_skip": NO_SKIP, "inf_only": INF_ONLY, "loss_only": LOSS_ONLY}
+
+
+def one_of(names):
+    """The hint for evidence that fits several mistakes: it names each of them."""
+    if len(names) == 1:
+        return Hint(*ONE_OF[names[0]])
+    return Hint("optimizer.step() ran on a step whose gradients were not finite. What the steps show fits "
+                "more than one mistake: " + "; or ".join(CANDIDATES[n][0] for n in names) + ".",
+                "유한하지 않은 기울기가 있는 스텝에서 optimizer.step()이 실행되었습니다. 스텝들이 보여 주는 "
+                "것으로는 여러 실수가 가능합니다: " + "; 또는 ".join(CANDIDATES[n][1] for n in names) + ".")
+
+
 SCALE_LOSS = Hint("scale(loss) must return the loss multiplied by the current scale (get_scale()).",
                   "scale(loss)는 손실에 현재 scale(get_scale())을 곱한 값을 반환해야 합니다.")
 
@@ -132,14 +181,21 @@ def trusted_run(spec, mistake=None):
     else:
         scaler = KnownMistake(mistake, **spec["scaler"])
     scales, stepped, after, grads = [scaler.get_scale()], [], [flat(params)], []
+    kinds, loss_finite = [], []  # per step: the worst in the raw gradients; whether the scaled loss was finite
     for step in spec["steps"]:
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(spec["x"]), spec["y"]) * step["mult"]
         if step.get("inject"):
             loss = loss * float(step["inject"])
         scaler.scale(loss).backward()
+        if step.get("grad"):
+            with torch.no_grad():
+                params[0].grad.view(-1)[0] = float(step["grad"])
         if step.get("unscale", 0):
             scaler.unscale_(optimizer)  # torch refuses a second call in the same step; it changes nothing
+        raw = flat([p.grad for p in params])
+        kinds.append("inf" if bool(raw.isinf().any()) else "nan" if bool(raw.isnan().any()) else "finite")
+        loss_finite.append(bool(torch.isfinite(loss * scaler.get_scale()).all()))
         grads.append(flat([p.grad for p in params]) if step.get("unscale", 0) else None)
         before = len(calls)
         scaler.step(optimizer)
@@ -149,7 +205,7 @@ def trusted_run(spec, mistake=None):
         after.append(flat(params))
     # scales[i] and params[i] are those before step i + 1; the last entry is after the last step.
     return {"scales": torch.tensor(scales, dtype=torch.float64), "stepped": torch.tensor(stepped),
-            "params": torch.stack(after), "grads": grads}
+            "params": torch.stack(after), "grads": grads, "kinds": kinds, "loss_finite": loss_finite}
 
 
 SCALE_MISTAKES = {"grows_every_step": EVERY_STEP, "keeps_count": KEEPS_COUNT, "no_skip": NO_SKIP}
@@ -172,8 +228,10 @@ def moved_by(before, delta, hint):
     return Mistake(matches, *hint)
 
 
-def step(mult=1.0, inject=None, unscale=0):
-    return {"mult": mult, "inject": inject, "unscale": unscale}
+def step(mult=1.0, inject=None, unscale=0, grad=None):
+    """One step; ``inject`` multiplies the loss by inf or nan, ``grad`` puts inf or nan into one
+    gradient after backward() while the scaled loss stays finite."""
+    return {"mult": mult, "inject": inject, "unscale": unscale, "grad": grad}
 
 
 def make_spec(seed, sizes, samples, lr, scaler, steps):
@@ -211,10 +269,52 @@ def tensor_of(value, what, hint=None):
                    f"{what}은(는) 텐서여야 합니다")
 
 
+def diagnose(spec, records, expected):
+    """Name the mistake from what each step did, before any sequence is compared: did the
+    parameters move (step() ran), are they finite, and what step() returned. Look-alike
+    mistakes leave the same scale sequence; these facts tell them apart."""
+    ran, finite, said = [], [], []
+    before = expected["params"][0]
+    for record in records:
+        params = record["params"].data if isinstance(record["params"], TensorState) else None
+        if params is None or params.shape != before.shape:
+            return
+        ran.append(not torch.equal(params, before))
+        finite.append(bool(torch.isfinite(params).all()))
+        said.append(record["stepped"] if isinstance(record["stepped"], bool) else None)
+        before = params
+    should = [bool(v) for v in expected["stepped"]]
+    bad = [i for i, (r, want) in enumerate(zip(ran, should)) if r and not want]
+    if bad:
+        # Once the parameters are nan, later steps say nothing: judge only up to there.
+        window = next((i for i, f in enumerate(finite) if not f), len(finite) - 1) + 1
+        bad = [i for i in bad if i < window]
+        skipped = [i for i, want in enumerate(should[:window]) if not want and not ran[i]]
+        kinds, loss_finite = expected["kinds"], expected["loss_finite"]
+        fits = [name for name, ok in (
+            ("no_skip", not skipped),
+            ("inf_only", all(kinds[i] == "nan" for i in bad) and all(kinds[i] == "inf" for i in skipped)),
+            ("loss_only", all(loss_finite[i] for i in bad) and not any(loss_finite[i] for i in skipped)),
+        ) if ok]
+        hint = one_of(fits or ["no_skip", "inf_only", "loss_only"])
+        raise Feedback(f"optimizer.step() ran on step {bad[0] + 1}, whose gradients were not finite",
+                       hint, f"{bad[0] + 1}번째 스텝에서 유한하지 않은 기울기로 optimizer.step()이 실행되었습니다")
+    missed = [i for i, (r, want) in enumerate(zip(ran, should)) if want and not r]
+    if missed and not any(ran[missed[0]:]) and any(not w for w in should[:missed[0]]):
+        raise Feedback(f"every step from step {missed[0] + 1} on was skipped, although its gradients were finite",
+                       Hint(*NEVER_RESET), f"{missed[0] + 1}번째 스텝부터 모든 스텝을 건너뛰었습니다")
+    lies = [i for i, (r, flag) in enumerate(zip(ran, said)) if flag is not None and r != flag and all(finite[:i + 1])]
+    if lies and spec["lr"] > 0:
+        raise Feedback(f"step() returned {said[lies[0]]} at step {lies[0] + 1}, but optimizer.step() "
+                       f"{'ran' if ran[lies[0]] else 'did not run'}", Hint(*STEP_LIES),
+                       f"{lies[0] + 1}번째 스텝에서 step()의 반환값이 실제 동작과 다릅니다")
+
+
 def check_steps(student, spec):
     result = student.probe("run_scaler", spec).value
     records = result["records"]
     expected = trusted_run(spec)
+    diagnose(spec, records, expected)
     cache = {}
 
     def known(name):
@@ -270,7 +370,10 @@ def check_steps(student, spec):
 @visible
 @points(2)
 def test_clean_steps_match_torch(student):
-    """five clean steps: the scale doubles every 2 steps and the parameters match torch's GradScaler"""
+    """five clean steps: the scale doubles every 2 steps and the parameters match torch's GradScaler
+
+    ko: 깨끗한 스텝 다섯 번: scale이 2스텝마다 두 배가 되고 파라미터가 torch의 GradScaler와 같음
+    """
     spec = make_spec(seed=5, sizes=[3, 2], samples=6, lr=0.1,
                      scaler={"init_scale": 2.0**10, "growth_interval": 2}, steps=[step() for _ in range(5)])
     check_steps(student, spec)
@@ -278,7 +381,10 @@ def test_clean_steps_match_torch(student):
 
 @points(2)
 def test_skips_step_on_inf_or_nan(student):
-    """skips optimizer.step() and backs off when a gradient is inf or nan"""
+    """skips optimizer.step() and backs off when a gradient is inf or nan
+
+    ko: 기울기가 inf나 nan이면 optimizer.step()을 건너뛰고 scale을 줄임
+    """
     spec = make_spec(seed=31, sizes=[4, 3, 2], samples=5, lr=0.05,
                      scaler={"init_scale": 2.0**8, "growth_interval": 3},
                      steps=[step(), step(inject="inf"), step(0.5), step(inject="nan"), step(), step(2.0)])
@@ -287,7 +393,10 @@ def test_skips_step_on_inf_or_nan(student):
 
 @points(2)
 def test_backoff_resets_growth_counter(student):
-    """after a backoff, growth waits for growth_interval new clean steps"""
+    """after a backoff, growth waits for growth_interval new clean steps
+
+    ko: backoff 뒤에는 새 깨끗한 스텝 growth_interval번을 기다려 커짐
+    """
     spec = make_spec(seed=8, sizes=[3, 3, 1], samples=4, lr=0.1,
                      scaler={"init_scale": 2.0**12, "growth_interval": 3},
                      steps=[step(), step(), step(inject="inf"), step(), step(), step(), step()])
@@ -296,7 +405,10 @@ def test_backoff_resets_growth_counter(student):
 
 @points(2)
 def test_unscale_divides_once(student):
-    """unscale_() before step() divides once per step, even when called twice"""
+    """unscale_() before step() divides once per step, even when called twice
+
+    ko: step() 전의 unscale_()는 두 번 불려도 스텝마다 한 번만 나눔
+    """
     spec = make_spec(seed=77, sizes=[2, 4, 2], samples=6, lr=0.1,
                      scaler={"init_scale": 2.0**9, "growth_interval": 2},
                      steps=[step(unscale=1), step(2.0, unscale=2), step(0.5), step(unscale=2)])
@@ -305,7 +417,10 @@ def test_unscale_divides_once(student):
 
 @points(1)
 def test_custom_factors(student):
-    """uses growth_factor, backoff_factor and growth_interval as given"""
+    """uses growth_factor, backoff_factor and growth_interval as given
+
+    ko: 주어진 growth_factor, backoff_factor, growth_interval을 사용
+    """
     spec = make_spec(seed=123, sizes=[3, 1], samples=5, lr=0.1,
                      scaler={"init_scale": 2.0**6, "growth_factor": 4.0, "backoff_factor": 0.25,
                              "growth_interval": 2},
@@ -315,7 +430,47 @@ def test_custom_factors(student):
 
 @points(1)
 def test_overflow_from_huge_loss(student):
-    """default settings: a huge loss overflows the scaled gradients and the step is skipped"""
+    """default settings: a huge loss overflows the scaled gradients and the step is skipped
+
+    ko: 기본 설정: 아주 큰 손실이 스케일된 기울기를 넘치게 하고 스텝을 건너뜀
+    """
     spec = make_spec(seed=4, sizes=[4, 2], samples=3, lr=0.05, scaler={},
                      steps=[step(), step(1e36), step(), step(1e36, unscale=1), step(3.0)])
     check_steps(student, spec)
+
+
+@points(1)
+def test_skips_step_when_only_gradients_overflow(student):
+    """skips the step when a gradient is inf or nan although the scaled loss is finite
+
+    ko: 스케일된 손실은 유한해도 기울기가 inf나 nan이면 스텝을 건너뜀
+    """
+    spec = make_spec(seed=19, sizes=[3, 2], samples=4, lr=0.1,
+                     scaler={"init_scale": 2.0**8, "growth_interval": 2},
+                     steps=[step(), step(grad="inf"), step(), step(grad="nan", unscale=1), step(), step(inject="inf"),
+                            step()])
+    check_steps(student, spec)
+
+
+DEFAULT_INTERVAL = ("With its default arguments the scale did not double after exactly 2000 clean steps: "
+                    "the defaults must be those of torch.amp.GradScaler (init_scale=2.0**16, growth_factor=2.0, "
+                    "backoff_factor=0.5, growth_interval=2000).",
+                    "기본 인자로 만든 scaler의 scale이 정확히 깨끗한 스텝 2000번 뒤에 두 배가 되지 않았습니다. "
+                    "기본값은 torch.amp.GradScaler와 같아야 합니다(init_scale=2.0**16, growth_factor=2.0, "
+                    "backoff_factor=0.5, growth_interval=2000).")
+
+
+@points(1)
+def test_default_growth_interval(student):
+    """with default arguments the scale doubles after exactly 2000 clean steps
+
+    ko: 기본 인자에서는 깨끗한 스텝 정확히 2000번 뒤에 scale이 두 배가 됨
+    """
+    scales = student.probe("run_default_growth", 2001, for_function="GradScaler").value
+    if not isinstance(scales, list):
+        raise Feedback("the scales after steps 1999 to 2001 should be a list of numbers", Hint(*DEFAULT_INTERVAL),
+                       "1999번째부터 2001번째 스텝까지의 scale이 숫자 리스트여야 합니다")
+    got = torch.tensor([number(s, "get_scale()") for s in scales], dtype=torch.float64)
+    expect_close(got, torch.tensor([2.0**16, 2.0**17, 2.0**17], dtype=torch.float64),
+                 what="get_scale() after steps 1999, 2000 and 2001", rtol=0, atol=0, hint=Hint(*DEFAULT_INTERVAL),
+                 mistakes=[Mistake(lambda t: bool(t[0] > 2.0**17), *EVERY_STEP)])

@@ -1,7 +1,7 @@
 import torch
 from torch.autograd.functional import jacobian as reference_jacobian
 
-from grader.testing import Hint, Mistake, expect_close, hints_for_errors, points, visible
+from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
 
 TRANSPOSED = ("You returned the transpose: entry [i, j] must be d f(x)[i] / d x[j], so row i holds the "
               "gradient of output i and the shape is (m, n), m outputs by n inputs. Put each gradient in "
@@ -96,30 +96,73 @@ def check(student, name, x, *, what=None, check_dtype=False):
 @visible
 @points(2)
 def test_linear_map_gives_its_matrix(student):
-    """the Jacobian of x -> A x (A a fixed 3 x 3 matrix) is A"""
+    """the Jacobian of x -> A x (A a fixed 3 x 3 matrix) is A
+
+    ko: x -> A x (A는 고정된 3 x 3 행렬)의 야코비안은 A
+    """
     check(student, "linear", torch.tensor([1.0, -1.0, 2.0]), what="jacobian(x -> A x, [1, -1, 2])")
 
 
 @points(2)
 def test_more_outputs_than_inputs(student):
-    """a map from 4 inputs to 6 outputs has a 6 x 4 Jacobian"""
+    """a map from 4 inputs to 6 outputs has a 6 x 4 Jacobian
+
+    ko: 입력 4개, 출력 6개인 함수의 야코비안은 6 x 4
+    """
     check(student, "tall", torch.randn(4))
 
 
 @points(2)
 def test_fewer_outputs_than_inputs(student):
-    """a map from 5 inputs to 2 outputs has a 2 x 5 Jacobian"""
+    """a map from 5 inputs to 2 outputs has a 2 x 5 Jacobian
+
+    ko: 입력 5개, 출력 2개인 함수의 야코비안은 2 x 5
+    """
     check(student, "wide", torch.randn(5))
 
 
 @points(2)
 def test_cross_terms(student):
-    """outputs with products of inputs: x0*x1, x1*x2**2, ..."""
+    """outputs with products of inputs: x0*x1, x1*x2**2, ...
+
+    ko: 입력의 곱으로 된 출력: x0*x1, x1*x2**2, ...
+    """
     check(student, "cycle", torch.randn(3))
     check(student, "cross", torch.randn(3).requires_grad_())
 
 
 @points(1)
 def test_elementwise_float64(student):
-    """an element-wise map in float64 gives a float64 diagonal Jacobian"""
+    """an element-wise map in float64 gives a float64 diagonal Jacobian
+
+    ko: float64 원소별 함수는 float64 대각 야코비안을 줌
+    """
     check(student, "elementwise", torch.randn(4, dtype=torch.float64), check_dtype=True)
+
+
+CALLERS_X = Hint("jacobian changed the caller's x: it set requires_grad on it, or left a gradient in its .grad. "
+                 "Differentiate a copy instead: x = x.detach().clone().requires_grad_(True) at the start, so "
+                 "the x you were given comes back as it went in.",
+                 "jacobian이 호출한 쪽의 x를 바꿨습니다. requires_grad를 켰거나 .grad에 기울기를 남겼습니다. "
+                 "대신 복사본을 미분하세요: 처음에 x = x.detach().clone().requires_grad_(True)라고 쓰면 받은 x가 "
+                 "들어온 그대로 돌아갑니다.")
+
+
+@points(1)
+def test_callers_x_left_alone(student):
+    """the caller's x comes back unchanged: same values, same requires_grad, no .grad
+
+    ko: 호출한 쪽의 x가 그대로 돌아옴: 같은 값, 같은 requires_grad, .grad 없음
+    """
+    for x in (torch.randn(3), torch.randn(3).requires_grad_()):
+        before = x.detach().clone()
+        with hints_for_errors(ERRORS):
+            call = student.probe("run_jacobian", "cycle", x)
+        expect_close(call.value, reference_jacobian(FUNCTIONS["cycle"], before), what="jacobian(f, x)",
+                     mistakes=mistakes(reference_jacobian(FUNCTIONS["cycle"], before)))
+        after = call.args[1]
+        expect_true(after.requires_grad == x.requires_grad and after.grad is None
+                    and torch.equal(after.data, before),
+                    f"after jacobian(f, x), x has requires_grad={after.requires_grad} (was {x.requires_grad}) "
+                    f"and x.grad is {'set' if after.grad is not None else 'None'}",
+                    hint=CALLERS_X, message_ko="jacobian(f, x)가 호출한 쪽의 x를 바꿨습니다")

@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors, points,
+                            visible)
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar, without an argument. PyTorch makes the "
                 "starting gradient by itself only for a scalar output; for a tensor y, pass one of y's "
@@ -14,12 +15,9 @@ SHAPE = Hint("The gradient passed to backward() does not have y's shape. torch.o
              "backward()에 넘긴 gradient의 모양이 y와 다릅니다. torch.ones(len(y))는 1차원 y에만 맞습니다. "
              "행렬에 len()을 쓰면 행의 개수만 나옵니다. torch.ones_like(y)는 언제나 y와 모양이 같습니다.")
 
-BY_HAND = Hint("x.grad is empty: the gradient was written down by hand (or taken with torch.autograd.grad, "
-               "which does not store it). Call backward on y = x * x with a gradient of ones; autograd then "
-               "fills x.grad.",
-               "x.grad가 비어 있습니다. 기울기를 손으로 적었거나, 결과를 저장하지 않는 torch.autograd.grad로 "
-               "구했습니다. y = x * x에 모두 1인 gradient를 주어 backward를 호출하면 autograd가 x.grad를 "
-               "채웁니다.")
+FIX = ("Call backward on y = x * x, built from the x you were given, with a gradient of ones; autograd then "
+       "fills x.grad.",
+       "받은 x로 만든 y = x * x에 모두 1인 gradient를 주어 backward를 호출하면 autograd가 x.grad를 채웁니다.")
 
 STILL_LEAF = Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
                   "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요.")
@@ -52,10 +50,18 @@ def run(student, x):
         return student.call("sum_of_grads", x)
 
 
+def rerun(student):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: run(student, other)
+
+
 @visible
 @points(2)
 def test_sum_of_grads_is_2x(student):
-    """sum_of_grads returns 2x for x = [1.5, -1, 0.25]"""
+    """sum_of_grads returns 2x for x = [1.5, -1, 0.25]
+
+    ko: x = [1.5, -1, 0.25]에 대해 sum_of_grads가 2x를 반환
+    """
     x = torch.tensor([1.5, -1.0, 0.25], requires_grad=True)
     call = run(student, x)
     expect_close(call.value, 2 * x.detach(), what="sum_of_grads(x)", mistakes=mistakes(x))
@@ -63,19 +69,27 @@ def test_sum_of_grads_is_2x(student):
 
 @points(2)
 def test_sum_of_grads_left_in_x_grad(student):
-    """after sum_of_grads, x.grad holds 2x"""
+    """after sum_of_grads, x.grad holds 2x
+
+    ko: sum_of_grads 뒤 x.grad에 2x가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
-    after = run(student, x).args[0]
-    expect_close(after.grad, 2 * x.detach(), what="x.grad", mistakes=mistakes(x), hint=BY_HAND)
+    call = run(student, x)
+    after = call.args[0]
+    expect_gradient(after.grad, 2 * x.detach(), what="x.grad", mistakes=mistakes(x), rerun=rerun(student), x=x,
+                    value=call.value, fix=FIX)
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
 
 
 @points(1)
 def test_sum_of_grads_float64_matrix(student):
-    """sum_of_grads works on a float64 matrix and keeps its dtype"""
+    """sum_of_grads works on a float64 matrix and keeps its dtype
+
+    ko: sum_of_grads가 float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 4, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     expect_close(call.value, 2 * x.detach(), what="sum_of_grads(x)", check_dtype=True, mistakes=mistakes(x))
-    expect_close(call.args[0].grad, 2 * x.detach(), what="x.grad", check_dtype=True, mistakes=mistakes(x),
-                 hint=BY_HAND)
+    expect_gradient(call.args[0].grad, 2 * x.detach(), what="x.grad", check_dtype=True, mistakes=mistakes(x),
+                    rerun=rerun(student), x=x, value=call.value, fix=FIX)

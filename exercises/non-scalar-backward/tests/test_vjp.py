@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, StudentError, expect_close, expect_true, hints_for_errors,
-                            points, visible)
+from grader.testing import (Feedback, Hint, Mistake, StudentError, expect_close, expect_gradient, expect_true,
+                            hints_for_errors, points, visible)
 
 
 def _matrix(rows, cols, seed, like):
@@ -72,12 +72,8 @@ V_SHAPE = Hint("The gradient passed to backward() does not have y's shape. Pass 
                "backward()에 넘긴 gradient의 모양이 y와 다릅니다. v를 그대로 넘기세요. v는 y = f(x)와 "
                "모양이 같습니다.")
 
-EMPTY_GRAD = Hint("x.grad is empty after vjp: the product was not computed by y.backward(v) on the x you "
-                  "were given (torch.autograd.grad and a hand-built Jacobian leave x.grad alone). Call "
-                  "y.backward(v); autograd puts vᵀJ in x.grad.",
-                  "vjp가 끝난 뒤 x.grad가 비어 있습니다. 받은 x에 대해 y.backward(v)로 곱을 구하지 않았습니다"
-                  "(torch.autograd.grad나 직접 만든 야코비안은 x.grad를 건드리지 않습니다). y.backward(v)를 "
-                  "호출하면 autograd가 vᵀJ를 x.grad에 넣습니다.")
+FIX = ("Call y.backward(v) with y = f(x) on the x you were given; autograd puts vᵀJ in x.grad.",
+       "받은 x로 y = f(x)를 만들고 y.backward(v)를 호출하면 autograd가 vᵀJ를 x.grad에 넣습니다.")
 
 A_TENSOR = Hint("Return x.grad, a tensor of x's shape.", "x와 모양이 같은 텐서인 x.grad를 반환하세요.")
 
@@ -126,44 +122,65 @@ def check(student, name, x, v):
 @visible
 @points(2)
 def test_vjp_cumsum_squared(student):
-    """vjp for f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]"""
+    """vjp for f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]
+
+    ko: f(x) = x.cumsum(0) ** 2, x = [1, -1, 2], v = [1, 0.5, -2]의 vjp
+    """
     check(student, "cumsum_squared", torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 0.5, -2.0]))
 
 
 @points(1)
 def test_vjp_elementwise(student):
-    """vjp of an element-wise function"""
+    """vjp of an element-wise function
+
+    ko: 원소별 함수의 vjp
+    """
     check(student, "sin_times_x", torch.randn(6, dtype=torch.float64), torch.randn(6, dtype=torch.float64))
 
 
 @points(2)
 def test_vjp_matrix_vector_product(student):
-    """vjp of a product with a fixed square matrix"""
+    """vjp of a product with a fixed square matrix
+
+    ko: 고정된 정사각 행렬과의 곱의 vjp
+    """
     check(student, "matvec", torch.randn(4, dtype=torch.float64), torch.randn(4, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_fewer_outputs_than_inputs(student):
-    """vjp of a function with 3 outputs and 5 inputs"""
+    """vjp of a function with 3 outputs and 5 inputs
+
+    ko: 출력 3개, 입력 5개인 함수의 vjp
+    """
     check(student, "moments", torch.randn(5, dtype=torch.float64), torch.randn(3, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_softmax(student):
-    """vjp of softmax"""
+    """vjp of softmax
+
+    ko: softmax의 vjp
+    """
     check(student, "softmax", torch.randn(5, dtype=torch.float64), torch.randn(5, dtype=torch.float64))
 
 
 @points(1)
 def test_vjp_matrices(student):
-    """vjp when x, y and v are matrices"""
+    """vjp when x, y and v are matrices
+
+    ko: x, y, v가 행렬일 때의 vjp
+    """
     check(student, "matrix_square", torch.randn(3, 3, dtype=torch.float64),
           torch.randn(3, 3, dtype=torch.float64))
 
 
 @points(2)
 def test_vjp_called_again_on_same_x(student):
-    """three calls on the same x give three separate products"""
+    """three calls on the same x give three separate products
+
+    ko: 같은 x로 세 번 호출하면 서로 독립인 곱 세 개
+    """
     x = torch.randn(4, dtype=torch.float64).requires_grad_()
     vs = [torch.randn(4, dtype=torch.float64) for _ in range(3)]
     results = run(student, "run_vjp_many", "matvec", x, vs).value
@@ -180,11 +197,16 @@ def test_vjp_called_again_on_same_x(student):
 
 @points(2)
 def test_vjp_left_in_x_grad(student):
-    """after vjp, x.grad holds vᵀJ"""
+    """after vjp, x.grad holds vᵀJ
+
+    ko: vjp 뒤 x.grad에 vᵀJ가 들어 있음
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     v = torch.randn(5, dtype=torch.float64)
-    after = run(student, "run_vjp", "cumsum_squared", x, v).args[1]
-    expect_close(after.grad, expected("cumsum_squared", x, v), what="x.grad",
-                 mistakes=mistakes("cumsum_squared", x, v), hint=EMPTY_GRAD)
+    call = run(student, "run_vjp", "cumsum_squared", x, v)
+    after = call.args[1]
+    expect_gradient(after.grad, expected("cumsum_squared", x, v), what="x.grad",
+                    mistakes=mistakes("cumsum_squared", x, v), value=call.value, x=x, fix=FIX,
+                    rerun=lambda other: run(student, "run_vjp", "cumsum_squared", other, v))
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")

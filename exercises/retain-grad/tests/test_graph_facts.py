@@ -94,13 +94,19 @@ def run(student, x):
 @visible
 @points(1)
 def test_facts_of_x(student):
-    """x is a leaf that requires grad and has no grad_fn"""
+    """x is a leaf that requires grad and has no grad_fn
+
+    ko: x는 기울기를 요구하는 leaf이고 grad_fn이 없음
+    """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(facts_of(run(student, x)), ["x"])
 
 
 @points(2)
 def test_facts_of_a_and_b(student):
-    """a and b are not leaves; their grad_fn are AddBackward0 and MulBackward0"""
+    """a and b are not leaves; their grad_fn are AddBackward0 and MulBackward0
+
+    ko: a와 b는 leaf가 아니고 grad_fn은 AddBackward0과 MulBackward0
+    """
     x = torch.randn(2, 2, dtype=torch.float64).requires_grad_()
     check(facts_of(run(student, x)), ["a", "b"])

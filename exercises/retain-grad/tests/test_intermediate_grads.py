@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Feedback, Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors,
+                            points, visible)
 
 NOT_RETAINED = Hint("a.grad and b.grad are None. a and b are not leaves (they were computed from x), and "
                     "backward() keeps the gradient only of leaves unless told otherwise. Call a.retain_grad() "
@@ -23,12 +24,15 @@ CUT = Hint("x.grad is None: the gradient never reached x. If a was turned into a
            "torch.tensor(...)로 a를 새 leaf로 만들었다면 x에서 a로 가는 그래프가 끊어진 것입니다. "
            "a = 2 * x + 10을 그대로 두고 대신 a.retain_grad()를 호출하세요.")
 
-BY_HAND = Hint("x.grad is empty after the call: the gradients were written down by hand. Build a, b and c "
-               "from x with torch operations and call c.sum().backward(); autograd then fills x.grad "
-               "(and, with retain_grad(), a.grad and b.grad).",
-               "호출이 끝난 뒤 x.grad가 비어 있습니다. 기울기를 손으로 적었습니다. x로 torch 연산을 해서 "
-               "a, b, c를 만들고 c.sum().backward()를 호출하면 autograd가 x.grad를 채웁니다"
-               "(retain_grad()를 쓰면 a.grad와 b.grad도).")
+FIX = ("Build a, b and c from the x you were given with torch operations and call c.sum().backward(); "
+       "autograd then fills x.grad (and, with retain_grad(), a.grad and b.grad).",
+       "받은 x로 torch 연산을 해서 a, b, c를 만들고 c.sum().backward()를 호출하면 autograd가 x.grad를 "
+       "채웁니다(retain_grad()를 쓰면 a.grad와 b.grad도).")
+
+
+def rerun(student):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: run(student, other)
 
 IMPLICIT = Hint("backward() was called on c, which is not a scalar, without an argument. Backpropagate the "
                 "scalar c.sum() instead.",
@@ -97,7 +101,10 @@ def run(student, x):
 @visible
 @points(2)
 def test_leaf_grad_is_12(student):
-    """the gradient of x is 12 everywhere, for x = [0.5, -2, 3]"""
+    """the gradient of x is 12 everywhere, for x = [0.5, -2, 3]
+
+    ko: x = [0.5, -2, 3]에서 x의 기울기는 어디서나 12
+    """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(grads(run(student, x)), x, ["x"])
 
@@ -105,28 +112,40 @@ def test_leaf_grad_is_12(student):
 @visible
 @points(3)
 def test_intermediate_grads_are_6_and_2(student):
-    """a.grad is 6 and b.grad is 2 everywhere, for x = [0.5, -2, 3]"""
+    """a.grad is 6 and b.grad is 2 everywhere, for x = [0.5, -2, 3]
+
+    ko: x = [0.5, -2, 3]에서 a.grad는 어디서나 6, b.grad는 2
+    """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(grads(run(student, x)), x, ["a", "b"])
 
 
 @points(2)
 def test_x_grad_left_in_x(student):
-    """after the call, x.grad holds the gradient 12"""
+    """after the call, x.grad holds the gradient 12
+
+    ko: 호출이 끝난 뒤 x.grad에 기울기 12가 들어 있음
+    """
     x = torch.randn(5).requires_grad_()
     call = run(student, x)
     after = call.args[0]
     lost = isinstance(call.value, dict) and "x" in call.value and call.value["x"] is None
-    expect_close(after.grad, 12 * torch.ones(5), what="x.grad", hint=CUT if lost else BY_HAND)
+    if lost:
+        expect_close(after.grad, 12 * torch.ones(5), what="x.grad", hint=CUT)
+    expect_gradient(after.grad, 12 * torch.ones(5), what="x.grad", rerun=rerun(student), x=x, value=call.value,
+                    fix=FIX)
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
 
 
 @points(2)
 def test_float64_matrix(student):
-    """all three gradients for a float64 matrix, with its shape and dtype"""
+    """all three gradients for a float64 matrix, with its shape and dtype
+
+    ko: float64 행렬의 세 기울기 모두, 모양과 dtype까지
+    """
     x = torch.randn(2, 3, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     check(grads(call), x, ["x", "a", "b"], check_dtype=True)
-    expect_close(call.args[0].grad, 12 * torch.ones(2, 3, dtype=torch.float64), what="x.grad",
-                 check_dtype=True, hint=BY_HAND)
+    expect_gradient(call.args[0].grad, 12 * torch.ones(2, 3, dtype=torch.float64), what="x.grad",
+                    check_dtype=True, rerun=rerun(student), x=x, value=call.value, fix=FIX)

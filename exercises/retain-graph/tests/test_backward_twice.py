@@ -1,6 +1,8 @@
 import torch
 
-from grader.testing import Hint, Mistake, expect_close, expect_true, hints_for_errors, points, visible
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad,
+                            expect_true, hints_for_errors, points, visible)
+from grader.evidence import rebuilds_graph
 
 RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first one had already freed: as it "
                     "goes, backward() releases the values the graph saved for it (here x, kept by x ** 3). "
@@ -12,12 +14,15 @@ RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first on
                     "보존하세요: y.backward(retain_graph=True) 다음에 y.backward(). 두 번째 호출에 "
                     "retain_graph=True를 주면 너무 늦습니다. 세 번째 호출을 위해 그래프를 남길 뿐입니다.")
 
-EMPTY = Hint("x.grad is empty after the call: the gradient was not left there by y.backward(). "
-             "torch.autograd.grad returns gradients without storing them in x.grad, and a formula stores "
-             "nothing. Call y.backward() twice and return x.grad.",
-             "호출이 끝난 뒤 x.grad가 비어 있습니다. y.backward()로 기울기를 남기지 않았습니다. "
-             "torch.autograd.grad는 기울기를 x.grad에 저장하지 않고 반환만 하며, 식으로 계산한 값은 아무것도 "
-             "저장하지 않습니다. y.backward()를 두 번 호출하고 x.grad를 반환하세요.")
+FIX = ("Call y.backward() twice on the x you were given and return x.grad.",
+       "받은 x로 만든 y에 y.backward()를 두 번 호출하고 x.grad를 반환하세요.")
+
+RECOMPUTED = Hint("y was computed again for the second backward(): a new y has a new graph, so nothing was "
+                  "backpropagated twice and retain_graph was never needed. Compute y once, then call "
+                  "y.backward(retain_graph=True) and y.backward() on that same y.",
+                  "두 번째 backward()를 위해 y를 다시 계산했습니다. 새 y에는 새 그래프가 있으므로 같은 그래프를 "
+                  "두 번 역전파한 것이 아니고, retain_graph도 필요 없었습니다. y를 한 번만 계산하고 그 y에 "
+                  "y.backward(retain_graph=True)와 y.backward()를 호출하세요.")
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar. Sum it first: y = (x ** 3).sum().",
                 "스칼라가 아닌 y에 backward()를 호출했습니다. 먼저 합을 구하세요: y = (x ** 3).sum().")
@@ -48,6 +53,11 @@ def mistakes(x):
     ]
 
 
+def rerun(student):
+    """The same call with another x: the evidence that tells the empty-gradient mistakes apart."""
+    return lambda other: student.call("backward_twice", other)
+
+
 def run(student, x):
     with hints_for_errors(ERRORS):
         return student.call("backward_twice", x)
@@ -61,7 +71,10 @@ def expect_leaf(after):
 @visible
 @points(2)
 def test_gradient_is_6x2(student):
-    """returns 6x² for x = [1, -2, 0.5]"""
+    """returns 6x² for x = [1, -2, 0.5]
+
+    ko: x = [1, -2, 0.5]에 대해 6x²를 반환
+    """
     x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
     call = run(student, x)
     expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", mistakes=mistakes(x))
@@ -69,29 +82,57 @@ def test_gradient_is_6x2(student):
 
 @points(2)
 def test_x_grad_holds_both_passes(student):
-    """after the call, x.grad holds both passes added up, 6x²"""
+    """after the call, x.grad holds both passes added up, 6x²
+
+    ko: 호출이 끝난 뒤 x.grad에 두 번의 역전파를 더한 6x²가 들어 있음
+    """
     x = torch.randn(6).requires_grad_()
-    after = run(student, x).args[0]
-    expect_close(after.grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x), hint=EMPTY)
+    call = run(student, x)
+    after = call.args[0]
+    expect_gradient(after.grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x), rerun=rerun(student),
+                    x=x, value=call.value, fix=FIX)
+    expect_no_hand_made_grad(student, "backward_twice")
     expect_leaf(after)
 
 
 @points(1)
 def test_float64_matrix(student):
-    """works on a float64 matrix and keeps its dtype"""
+    """works on a float64 matrix and keeps its dtype
+
+    ko: float64 행렬에서 동작하고 dtype을 유지
+    """
     x = torch.randn(3, 2, dtype=torch.float64).requires_grad_()
     call = run(student, x)
     expect_close(call.value, 6 * x.detach() ** 2, what="backward_twice(x)", check_dtype=True,
                  mistakes=mistakes(x))
-    expect_close(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", check_dtype=True, mistakes=mistakes(x),
-                 hint=EMPTY)
+    expect_gradient(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", check_dtype=True, mistakes=mistakes(x),
+                    rerun=rerun(student), x=x, value=call.value, fix=FIX)
 
 
 @points(1)
 def test_other_lengths(student):
-    """works for a single element and for a longer vector"""
+    """works for a single element and for a longer vector
+
+    ko: 원소 하나와 더 긴 벡터에서도 동작
+    """
     for n in (1, 40):
         x = (torch.rand(n) * 4 - 2).requires_grad_()
         call = run(student, x)
         expect_close(call.value, 6 * x.detach() ** 2, what=f"backward_twice(x) for {n} elements",
                      mistakes=mistakes(x))
+
+
+@points(1)
+def test_one_graph_backpropagated_twice(student):
+    """6x² comes from one y backpropagated twice, not from a y computed again
+
+    ko: 6x²는 다시 계산한 y가 아니라 y 하나를 두 번 역전파해서 나옴
+    """
+    x = torch.randn(4).requires_grad_()
+    call = run(student, x)
+    expect_gradient(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x),
+                    rerun=rerun(student), x=x, value=call.value, fix=FIX)
+    if rebuilds_graph(student.source, "backward_twice"):
+        raise Feedback("backward_twice() computes y more than once; the statement asks for one y, "
+                       "backpropagated twice", RECOMPUTED,
+                       "backward_twice()가 y를 두 번 이상 계산합니다. y 하나를 두 번 역전파해야 합니다")

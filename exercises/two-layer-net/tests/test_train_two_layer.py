@@ -43,6 +43,12 @@ GRAD_NONE = Hint("w1.grad (or w2.grad) was None where it was used. Either the we
                  "(w1 = w1 - ...; autograd는 받은 leaf의 .grad만 채웁니다), 첫 backward() 전에 기울기를 "
                  "비웠습니다. torch.no_grad() 안에서 제자리 갱신하고, 갱신한 뒤에 기울기를 비우세요.")
 
+GRAPH = Hint("The losses you returned are tensors that still carry their graph: appending `loss` instead of "
+             "`loss.item()` keeps every step's whole graph alive in memory for as long as the list lives. "
+             "Append loss.item(), a plain float.",
+             "반환한 손실이 아직 그래프를 달고 있는 텐서입니다. loss.item() 대신 loss를 넣으면 리스트가 살아 "
+             "있는 동안 모든 단계의 그래프 전체가 메모리에 남습니다. 일반 float인 loss.item()을 넣으세요.")
+
 A_LIST = Hint("Return a Python list with one float per step (loss.item() gives a float).",
               "단계마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
 
@@ -80,13 +86,18 @@ def trusted_run(setup, *, zero=True, steps=None):
 
 
 def as_losses(value, steps):
-    """What train_two_layer returned, as a float64 tensor; floats and 0-d tensors are both fine."""
+    """What train_two_layer returned, as a float64 tensor; floats and 0-d tensors without a graph
+    are both fine."""
     if not isinstance(value, (list, tuple)):
         kind = "tensor" if isinstance(value, TensorState) else type(value).__name__
         raise Feedback(f"train_two_layer should return a list of floats, one per step; it returned a {kind}",
                        A_LIST, f"train_two_layer는 단계마다 float 하나씩 담은 리스트를 반환해야 합니다 ({kind} 반환)")
     numbers = []
     for item in value:
+        if isinstance(item, TensorState) and (item.requires_grad or item.grad_fn):
+            raise Feedback("train_two_layer returned losses that are tensors still attached to their graph "
+                           f"(grad_fn {item.grad_fn}); expected plain numbers", GRAPH,
+                           "train_two_layer가 그래프에 연결된 텐서를 손실로 반환했습니다. 일반 숫자여야 합니다")
         if isinstance(item, TensorState) and item.data.numel() == 1 and item.data.is_floating_point():
             numbers.append(float(item.data.reshape(())))
         elif isinstance(item, float) or (isinstance(item, int) and not isinstance(item, bool)):
@@ -142,30 +153,45 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
 @visible
 @points(2)
 def test_small_network_four_steps(student):
-    """losses and trained weights for a 4-sample network, 4 steps"""
+    """losses and trained weights for a 4-sample network, 4 steps
+
+    ko: 샘플 4개 네트워크를 4단계 학습한 손실과 가중치
+    """
     check(student, make_setup(n=4, d_in=3, hidden=2, d_out=2, learning_rate=0.01, steps=4))
 
 
 @points(2)
 def test_losses_follow_reference(student):
-    """the losses of 12 steps on hidden data"""
+    """the losses of 12 steps on hidden data
+
+    ko: 숨겨진 데이터에서 12단계의 손실
+    """
     check(student, make_setup(n=8, d_in=5, hidden=4, d_out=3, learning_rate=1e-3, steps=12), weights=False)
 
 
 @points(2)
 def test_weights_updated_in_place(student):
-    """the caller's w1 and w2 hold the trained weights"""
+    """the caller's w1 and w2 hold the trained weights
+
+    ko: 호출한 쪽의 w1과 w2에 학습된 가중치가 들어 있음
+    """
     check(student, make_setup(n=6, d_in=4, hidden=5, d_out=2, learning_rate=2e-3, steps=7))
 
 
 @points(1)
 def test_one_step_loss_before_update(student):
-    """a single step reports the loss before its update"""
+    """a single step reports the loss before its update
+
+    ko: 한 단계는 갱신 전의 손실을 보고함
+    """
     check(student, make_setup(n=5, d_in=3, hidden=3, d_out=1, learning_rate=5e-3, steps=1))
 
 
 @points(1)
 def test_float64(student):
-    """float64 data and weights: same results, dtype kept"""
+    """float64 data and weights: same results, dtype kept
+
+    ko: float64 데이터와 가중치: 같은 결과, dtype 유지
+    """
     check(student, make_setup(n=7, d_in=4, hidden=3, d_out=2, learning_rate=1e-3, steps=5, dtype=torch.float64),
           check_dtype=True)

@@ -36,22 +36,42 @@ PER_BATCH = Hint("train() returned one loss per batch. Return one number per epo
                  "train()이 배치마다 손실을 하나씩 반환했습니다. epoch마다 숫자 하나, 즉 그 epoch 배치 "
                  "손실들의 평균을 반환하세요.")
 
+AFTER_STEP = Hint("The first step used gradients the model already had: optimizer.zero_grad() ran after "
+                  "step() (or at the end of each batch), so gradients left by an earlier backward() were "
+                  "added to the first batch's. Call optimizer.zero_grad() first, before the forward pass.",
+                  "첫 step()이 모델에 이미 있던 기울기를 썼습니다. optimizer.zero_grad()를 step() 다음(또는 "
+                  "배치의 끝)에 호출해서, 이전 backward()가 남긴 기울기가 첫 배치의 기울기에 더해졌습니다. "
+                  "순전파 전에 optimizer.zero_grad()를 먼저 호출하세요.")
+
+GRAPH = Hint("The losses you returned are tensors that still carry their graph: adding up `loss` instead "
+             "of `loss.item()` keeps every batch's whole graph alive in memory for as long as the list "
+             "lives. Add up loss.item(), a plain float.",
+             "반환한 손실이 아직 그래프를 달고 있는 텐서입니다. loss.item() 대신 loss를 더하면 리스트가 "
+             "살아 있는 동안 모든 배치의 그래프 전체가 메모리에 남습니다. 일반 float인 loss.item()을 "
+             "더하세요.")
+
 A_LIST = Hint("Return a Python list with one float per epoch (loss.item() gives a float).",
               "epoch마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
 
 
-def make_setup(samples, features, outputs, batch_size, lr, momentum, epochs, seed):
+def make_setup(samples, features, outputs, batch_size, lr, momentum, epochs, seed, stale=False):
     inputs = torch.randn(samples, features)
     targets = inputs @ torch.randn(features, outputs) + 0.1 * torch.randn(samples, outputs)
-    return dict(seed=seed, inputs=inputs, targets=targets, batch_size=batch_size, lr=lr,
-                momentum=momentum, epochs=epochs)
+    setup = dict(seed=seed, inputs=inputs, targets=targets, batch_size=batch_size, lr=lr,
+                 momentum=momentum, epochs=epochs)
+    if stale:  # the model arrives with the gradients of an earlier backward()
+        setup["stale"] = [5 * torch.randn(outputs, features), 5 * torch.randn(outputs)]
+    return setup
 
 
 def trusted_run(setup, *, zero_grad="batch", step=True):
-    """The training loop, run here; zero_grad is "batch", "epoch", "after_backward" or None."""
+    """The training loop, run here; zero_grad is "batch", "epoch", "after_backward",
+    "after_step" or None."""
     torch.manual_seed(setup["seed"])
     inputs, targets = setup["inputs"], setup["targets"]
     model = torch.nn.Linear(inputs.shape[1], targets.shape[1])
+    if setup.get("stale") is not None:
+        model.weight.grad, model.bias.grad = (g.clone() for g in setup["stale"])
     optimizer = torch.optim.SGD(model.parameters(), lr=setup["lr"], momentum=setup["momentum"])
     loss_fn = torch.nn.MSELoss()
     size = setup["batch_size"]
@@ -70,13 +90,15 @@ def trusted_run(setup, *, zero_grad="batch", step=True):
                 optimizer.zero_grad()
             if step:
                 optimizer.step()
+            if zero_grad == "after_step":
+                optimizer.zero_grad()
             losses.append(loss.item())
         means.append(sum(losses) / len(losses))
     return torch.tensor(means, dtype=torch.float64), model.weight.detach(), model.bias.detach()
 
 
 def epoch_losses(value, epochs, batches):
-    """train()'s return value as a float64 tensor; floats and 0-d tensors are both fine."""
+    """train()'s return value as a float64 tensor; floats and 0-d tensors without a graph are both fine."""
     if isinstance(value, dict) or value is None or isinstance(value, (TensorState, str, int, float)):
         kind = value["unsupported"] if isinstance(value, dict) else (
             "tensor" if isinstance(value, TensorState) else type(value).__name__)
@@ -84,6 +106,10 @@ def epoch_losses(value, epochs, batches):
                        A_LIST, f"train()은 epoch마다 float 하나씩 담은 리스트를 반환해야 합니다 ({kind} 반환)")
     numbers = []
     for item in value:
+        if isinstance(item, TensorState) and (item.requires_grad or item.grad_fn):
+            raise Feedback("train() returned losses that are tensors still attached to their graph "
+                           f"(grad_fn {item.grad_fn}); expected plain numbers", GRAPH,
+                           "train()이 그래프에 연결된 텐서를 손실로 반환했습니다. 일반 숫자여야 합니다")
         if isinstance(item, TensorState) and item.data.numel() == 1 and item.data.is_floating_point():
             numbers.append(float(item.data.reshape(())))
         elif isinstance(item, float) or (isinstance(item, int) and not isinstance(item, bool)):
@@ -111,25 +137,30 @@ def check_training(student, setup):
     no_zero = trusted_run(setup, zero_grad=None)
     per_epoch = trusted_run(setup, zero_grad="epoch")
     frozen = trusted_run(setup, step=False)
+    late = [Mistake(v, AFTER_STEP.en, AFTER_STEP.ko) for v in trusted_run(setup, zero_grad="after_step")] \
+        if setup.get("stale") is not None else [None] * 3
     grad = weight.grad.data if weight.grad is not None else None
     stuck = ERASED if grad is None or not bool(grad.abs().sum()) else NO_STEP
     loss_mistakes = [Mistake(expected * batches, SUMMED.en, SUMMED.ko),
                      Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko),
                      Mistake(per_epoch[0], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
-                     Mistake(frozen[0], stuck.en, stuck.ko)]
+                     Mistake(frozen[0], stuck.en, stuck.ko)] + [m for m in late[:1] if m]
     expect_close(losses, expected, what="the losses train() returned", rtol=1e-4, atol=1e-6,
                  mistakes=loss_mistakes)
     for name, actual, ref, index in (("weight", weight, ref_weight, 1), ("bias", bias, ref_bias, 2)):
         expect_close(actual, ref, what=f"model.{name} after training", rtol=1e-4, atol=1e-5,
                      mistakes=[Mistake(no_zero[index], NO_ZERO.en, NO_ZERO.ko),
                                Mistake(per_epoch[index], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
-                               Mistake(frozen[index], stuck.en, stuck.ko)])
+                               Mistake(frozen[index], stuck.en, stuck.ko)] + [m for m in late[index:index + 1] if m])
 
 
 @visible
 @points(2)
 def test_train_plain_sgd(student):
-    """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs"""
+    """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs
+
+    ko: 일반 SGD로 Linear(3, 1) 학습: 배치 2개, epoch 3번
+    """
     setup = make_setup(samples=8, features=3, outputs=1, batch_size=4, lr=0.1, momentum=0.0, epochs=3,
                        seed=11)
     check_training(student, setup)
@@ -137,7 +168,10 @@ def test_train_plain_sgd(student):
 
 @points(3)
 def test_train_with_momentum(student):
-    """trains a Linear model with SGD and momentum"""
+    """trains a Linear model with SGD and momentum
+
+    ko: 모멘텀이 있는 SGD로 Linear 모델 학습
+    """
     setup = make_setup(samples=12, features=4, outputs=2, batch_size=4, lr=0.05, momentum=0.9, epochs=4,
                        seed=2024)
     check_training(student, setup)
@@ -145,7 +179,21 @@ def test_train_with_momentum(student):
 
 @points(1)
 def test_losses_are_epoch_means(student):
-    """returns the mean batch loss of every epoch"""
+    """returns the mean batch loss of every epoch
+
+    ko: epoch마다 배치 손실의 평균을 반환
+    """
     setup = make_setup(samples=9, features=2, outputs=3, batch_size=3, lr=0.0, momentum=0.0, epochs=2,
                        seed=7)
+    check_training(student, setup)
+
+
+@points(1)
+def test_train_model_with_stale_gradients(student):
+    """trains a model that arrives with gradients left by an earlier backward()
+
+    ko: 이전 backward()가 남긴 기울기를 가진 채 들어온 모델을 학습
+    """
+    setup = make_setup(samples=8, features=3, outputs=2, batch_size=4, lr=0.1, momentum=0.0, epochs=2,
+                       seed=5, stale=True)
     check_training(student, setup)

@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import Feedback, Hint, Mistake, expect_close, expect_true, points, visible
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad,
+                            expect_true, points, visible)
 
 NOT_RESET = ("g2 came out as 4x + 1: the first gradient (4x) was still in x.grad when backward() added "
              "the second one (ones). Gradients accumulate; reset the buffer between the two backward() "
@@ -14,11 +15,15 @@ ALIASED = ("g1 changed after you computed it: g1 is x.grad itself, and x.grad.ze
            "g1을 구한 뒤에 값이 바뀌었습니다. g1이 x.grad 그 자체라서 x.grad.zero_()와 두 번째 backward()가 "
            "같은 텐서를 제자리에서 바꿉니다. 복사본을 저장하세요: g1 = x.grad.clone().")
 
-BY_HAND = Hint("x.grad does not hold the gradient of x.sum(): the gradients were written down by hand "
-               "instead of computed by backward() on x. Build each function from x with torch operations "
-               "and call backward() on it.",
-               "x.grad에 x.sum()의 기울기가 들어 있지 않습니다. 기울기를 x에 대한 backward()로 구하지 않고 "
-               "손으로 적었습니다. x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
+BY_HAND = Hint("x.grad does not hold the gradient of x.sum() (a tensor of ones) after the call: the last "
+               "backward() was not x.sum().backward() on the x you were given. Reset x.grad, then call "
+               "x.sum().backward() and return x.grad as g2.",
+               "호출이 끝난 뒤 x.grad에 x.sum()의 기울기(모두 1인 텐서)가 없습니다. 마지막 backward()가 받은 x에 "
+               "대한 x.sum().backward()가 아니었습니다. x.grad를 초기화한 뒤 x.sum().backward()를 호출하고 "
+               "x.grad를 g2로 반환하세요.")
+
+FIX = ("Build each function from the x you were given with torch operations and call backward() on it.",
+       "받은 x로 torch 연산을 해서 각 함수를 만들고 backward()를 호출하세요.")
 
 PAIR = Hint("Return a pair: return g1, g2.", "두 값을 쌍으로 반환하세요: return g1, g2.")
 
@@ -46,7 +51,10 @@ def g2_mistakes(x):
 @visible
 @points(2)
 def test_second_gradient_is_ones(student):
-    """g2 is all ones for x = [1.5, -0.5, 2.5]"""
+    """g2 is all ones for x = [1.5, -0.5, 2.5]
+
+    ko: x = [1.5, -0.5, 2.5]에 대해 g2는 모두 1
+    """
     x = torch.tensor([1.5, -0.5, 2.5], requires_grad=True)
     g1, g2 = pair(student.call("two_gradients", x))
     expect_close(g2, torch.ones(3), what="g2", mistakes=g2_mistakes(x))
@@ -54,7 +62,10 @@ def test_second_gradient_is_ones(student):
 
 @points(2)
 def test_first_gradient_is_4x(student):
-    """g1 is still 4x when two_gradients returns"""
+    """g1 is still 4x when two_gradients returns
+
+    ko: two_gradients가 반환할 때 g1은 여전히 4x
+    """
     x = torch.randn(6).requires_grad_()
     g1, g2 = pair(student.call("two_gradients", x))
     expect_close(g1, 4 * x.detach(), what="g1", mistakes=g1_mistakes(x))
@@ -62,12 +73,17 @@ def test_first_gradient_is_4x(student):
 
 @points(1)
 def test_x_grad_holds_second_gradient(student):
-    """x.grad holds the second gradient afterwards (float64 keeps its dtype)"""
+    """x.grad holds the second gradient afterwards (float64 keeps its dtype)
+
+    ko: 호출 뒤 x.grad에 두 번째 기울기가 들어 있음 (float64는 dtype 유지)
+    """
     x = torch.randn(5, dtype=torch.float64).requires_grad_()
     call = student.call("two_gradients", x)
     after = call.args[0]
-    expect_close(after.grad, torch.ones(5, dtype=torch.float64), what="x.grad", check_dtype=True,
-                 mistakes=g2_mistakes(x), hint=BY_HAND)
+    expect_gradient(after.grad, torch.ones(5, dtype=torch.float64), what="x.grad", check_dtype=True,
+                    mistakes=g2_mistakes(x), hint=BY_HAND, value=call.value, x=x, fix=FIX,
+                    rerun=lambda other: student.call("two_gradients", other))
+    expect_no_hand_made_grad(student, "two_gradients")
     expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
                 hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
                           "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."),

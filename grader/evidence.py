@@ -1,0 +1,177 @@
+"""Evidence that tells look-alike mistakes apart, for hints that name the right one.
+
+Hidden tests import these through ``grader.testing``. Every fact here is computed in
+the trusted process from data: the values and autograd facts a call sent back, the
+outcome of a diagnostic call with a changed input, or the submission's source as text
+(parsed, never run). None of it is a fact the student sandbox computed about itself.
+
+The ``x.grad is None but the values are right`` family has four members that leave the
+same x.grad behind; they differ in what else they leave::
+
+    what the student did                    returned value      x without grad   integer x
+    formula applied to x (4 * x)            carries grad_fn     -                -
+    torch.autograd.grad(y, x)               plain               raises *         -
+    backward() on a detached copy / leaf    plain               runs             raises **
+    formula on detached values              plain               runs             runs
+
+    *  "does not require grad"          ** "can require gradients" (only float tensors can)
+
+Where the evidence does not separate them, the hint says which ones it may be.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+import torch
+
+from grader.engine.inside.wire import TensorState
+from grader.feedback import Hint, StudentError
+
+BY_HAND, AUTOGRAD_GRAD, COPY, HAND_OR_COPY, UNKNOWN = (
+    "by_hand", "autograd_grad", "copy", "by_hand_or_copy", "unknown")
+
+
+def _carries_graph(value: Any) -> bool:
+    if isinstance(value, TensorState):
+        return bool(value.grad_fn)
+    if isinstance(value, (list, tuple)):
+        return any(_carries_graph(v) for v in value)
+    if isinstance(value, dict):
+        return any(_carries_graph(v) for v in value.values())
+    return False
+
+
+def _error_text(err) -> str:
+    exc = getattr(err, "exception", None)
+    return f"{exc.type}: {exc.message}" if exc is not None else str(getattr(err, "detail", ""))
+
+
+def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, value: Any = None) -> str:
+    """Which member of the empty-gradient family the submission is, from evidence.
+
+    ``rerun(x2)`` calls the student's code again as the test did, with ``x2`` in place of
+    ``x``, and returns the Call (or raises the StudentError). ``value`` is what the
+    original call returned. Costs at most two calls, made only when a test already fails.
+    """
+    if _carries_graph(value):
+        return BY_HAND
+    try:
+        rerun(x.detach().clone())
+    except StudentError as err:
+        return AUTOGRAD_GRAD if "does not require grad" in _error_text(err) else UNKNOWN
+    try:
+        rerun(x.detach().round().to(torch.int64))
+    except StudentError as err:
+        return COPY if "can require gradients" in _error_text(err) else HAND_OR_COPY
+    return BY_HAND
+
+
+_SENTENCES = {
+    BY_HAND: ("{x}.grad is empty: the gradient was worked out by hand "
+              "(a formula), so autograd never stored it.",
+              "{x}.grad가 비어 있습니다. 기울기를 손으로(식으로) 계산해서 autograd가 저장한 "
+              "것이 없습니다."),
+    AUTOGRAD_GRAD: ("{x}.grad is empty: torch.autograd.grad returns the "
+                    "gradients without storing them in {x}.grad.",
+                    "{x}.grad가 비어 있습니다. torch.autograd.grad는 기울기를 반환만 하고 "
+                    "{x}.grad에 저장하지 않습니다."),
+    COPY: ("{x}.grad is empty: backward() ran on a copy of {x} (a "
+           "detached copy or a fresh leaf made from its values), so the gradient landed in the copy's "
+           ".grad, not in the {x} you were given.",
+           "{x}.grad가 비어 있습니다. backward()를 {x}의 복사본(detach한 복사본이나 값으로 새로 "
+           "만든 leaf)에 대해 실행해서 기울기가 받은 {x}가 아니라 복사본의 .grad에 들어갔습니다."),
+    HAND_OR_COPY: ("{x}.grad is empty: either the gradient was worked out "
+                   "by hand, or backward() ran on a copy of {x} (a detached copy or a fresh leaf) instead "
+                   "of the {x} you were given.",
+                   "{x}.grad가 비어 있습니다. 기울기를 손으로 계산했거나, 받은 {x}가 아니라 "
+                   "{x}의 복사본(detach한 복사본이나 새 leaf)에 대해 backward()를 실행했습니다."),
+    UNKNOWN: ("{x}.grad is empty: the gradient was worked out by hand, "
+              "taken with torch.autograd.grad (which does not store it), or backward() ran on a copy of "
+              "{x} instead of the {x} you were given.",
+              "{x}.grad가 비어 있습니다. 기울기를 손으로 계산했거나, 저장하지 않는 "
+              "torch.autograd.grad로 구했거나, 받은 {x}가 아닌 복사본에 대해 backward()를 실행했습니다."),
+}
+
+
+def empty_grad_hint(kind: str, fix: tuple[str, str], name: str = "x"):
+    """The one wording of the family's hints: what happened, then the exercise's fix."""
+    en, ko = _SENTENCES[kind]
+    return Hint(en.format(x=name) + " " + fix[0], ko.format(x=name) + " " + fix[1])
+
+
+# ------------------------------------------------------------------ the source, as text
+
+def _function(source: str, name: str) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    return found[0] if found else None
+
+
+def assigns_grad(source: str, function: str) -> bool:
+    """Whether ``function`` stores a value of its own into some ``.grad`` (``x.grad = 6 * x ** 2``).
+
+    Clearing (``= None``) and resetting to zeros (``torch.zeros_like``, ``.zero_()``) are
+    not gradients made by hand, so they do not count.
+    """
+    fn = _function(source, function)
+    if fn is None:
+        return False
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        value = getattr(node, "value", None)
+        for target in targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "grad"):
+                continue
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            if isinstance(value, ast.Call) and _called_name(value) in ("zeros_like", "zeros"):
+                continue
+            return True
+    return False
+
+
+def _called_name(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def rebuilds_graph(source: str, function: str) -> bool:
+    """Whether ``function`` builds the output it backpropagates more than once.
+
+    True when a name that ``backward()`` is called on is assigned twice, or inside a loop,
+    or when ``backward()`` is called, twice or in a loop, on an expression computed in
+    place (``(x ** 3).sum().backward()``).
+    """
+    fn = _function(source, function)
+    if fn is None:
+        return False
+    loops = (ast.For, ast.While, ast.AsyncFor, ast.comprehension)
+
+    def in_loop(node) -> bool:
+        return any(node in set(ast.walk(loop)) for loop in ast.walk(fn) if isinstance(loop, loops))
+
+    receivers, inline = set(), 0
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and _called_name(node) == "backward":
+            target = node.func.value if isinstance(node.func, ast.Attribute) else None
+            if isinstance(node.func, ast.Attribute) and isinstance(target, ast.Name) and target.id in (
+                    "torch", "autograd"):
+                target = node.args[0] if node.args else None  # torch.autograd.backward(y)
+            if isinstance(target, ast.Name):
+                receivers.add(target.id)
+            elif target is not None:
+                inline += 2 if in_loop(node) else 1
+    if inline >= 2:
+        return True
+    for name in receivers:
+        stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name
+                  and isinstance(n.ctx, ast.Store)]
+        if len(stores) >= 2 or any(in_loop(s) for s in stores):
+            return True
+    return False

@@ -1,0 +1,124 @@
+"""grader.testing itself, the API hidden tests are written in: what each check decides and
+what it lets a student see. Pure functions, no sandbox."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from grader.engine.inside.wire import StudentException
+from grader.testing import (Feedback, Hint, Mistake, StudentError, describe, expect_close, expect_true,
+                            gradcheck_from_values, hints_for_errors)
+
+HALF = Mistake(torch.tensor([1.0, 2.0]), "only half of the gradient", "기울기의 절반만")
+
+
+def test_a_close_value_passes_and_a_far_one_explains_itself():
+    expect_close(torch.tensor([2.0, 4.0]), torch.tensor([2.0, 4.0 + 1e-7]), what="x.grad")
+    with pytest.raises(Feedback) as failed:
+        expect_close(torch.tensor([2.0, 5.0]), torch.tensor([2.0, 4.0]), what="x.grad")
+    assert "x.grad: expected" in failed.value.message and "max abs difference 1" in failed.value.message
+    assert failed.value.hint is None and "기대값" in failed.value.message_ko
+
+
+def test_a_value_matching_a_known_mistake_gets_that_mistakes_hint():
+    with pytest.raises(Feedback) as failed:
+        expect_close(torch.tensor([1.0, 2.0]), torch.tensor([2.0, 4.0]), what="x.grad", mistakes=[HALF],
+                     hint=Hint("generic"))
+    assert failed.value.hint == Hint("only half of the gradient", "기울기의 절반만")
+
+
+def test_a_wrong_value_matching_no_mistake_gets_the_tests_own_hint():
+    with pytest.raises(Feedback) as failed:
+        expect_close(torch.tensor([9.0, 9.0]), torch.tensor([2.0, 4.0]), what="x.grad", mistakes=[HALF],
+                     hint=Hint("generic"))
+    assert failed.value.hint == Hint("generic")
+
+
+@pytest.mark.parametrize("actual, says", [(None, "is None"), ([2.0, 4.0], "should be a tensor"),
+                                          (torch.ones(3), "has shape (3,)")])
+def test_a_missing_or_misshapen_value_says_what_is_wrong(actual, says):
+    with pytest.raises(Feedback, match=re.escape(f"x.grad {says}")):
+        expect_close(actual, torch.tensor([2.0, 4.0]), what="x.grad")
+
+
+def test_the_dtype_is_checked_only_when_asked():
+    expect_close(torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64), what="y")
+    with pytest.raises(Feedback, match="dtype"):
+        expect_close(torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64), what="y", check_dtype=True)
+
+
+def test_describe_shows_a_few_elements_and_never_the_whole_tensor():
+    text = describe(torch.arange(1000.0))
+    assert text.startswith("shape (1000,), float32, [0, 1, 2, 3, 4, 5, ...]") and "999" not in text
+    assert describe(None) == "None" and describe("x" * 500).endswith("x" * 60 + ")")
+
+
+def test_expect_true_fails_with_its_message_and_hint():
+    expect_true(True, "never shown")
+    with pytest.raises(Feedback) as failed:
+        expect_true(False, "x is no longer a leaf", hint=Hint("keep x"), message_ko="x가 leaf가 아닙니다")
+    assert (failed.value.message, failed.value.hint.en, failed.value.message_ko) == (
+        "x is no longer a leaf", "keep x", "x가 leaf가 아닙니다")
+
+
+def raised(type_: str, message: str) -> StudentError:
+    return StudentError("exception", "grad_2xtx", exception=StudentException(
+        type=type_, message=message, traceback=[(17, "grad_2xtx", "raise ValueError(x)")]))
+
+
+def test_a_hidden_tests_short_message_reveals_no_exception_text_and_no_line():
+    short = raised("ValueError", "x[0] was 1.7320508").short()
+    assert short == "Your code raised an exception in grad_2xtx(): ValueError"
+    assert "1.73" not in short and "17" not in short
+
+
+def test_an_exception_class_the_student_named_is_not_shown_by_its_name():
+    assert raised("Hidden_x0_is_1_73", "").short().endswith(": an exception")
+
+
+def test_a_visible_tests_message_shows_the_whole_exception():
+    error = raised("ValueError", "bad shape")
+    assert "ValueError" in error.message and "bad shape" in error.message
+
+
+def test_hints_for_errors_names_the_misconception_of_a_known_error():
+    again = Hint("keep the graph with retain_graph=True")
+    with pytest.raises(StudentError) as failed:
+        with hints_for_errors({"backward through the graph a second time": again}):
+            raise raised("RuntimeError", "Trying to backward through the graph a second time")
+    assert failed.value.hint is again
+    with pytest.raises(StudentError) as other:
+        with hints_for_errors({"backward through the graph a second time": again}):
+            raise raised("RuntimeError", "something else")
+    assert other.value.hint is None
+
+
+def jacobian_data(f, x: torch.Tensor, eps: float = 1e-6):
+    """What the custom-function probe returns: outputs at x ± eps, and backward's rows."""
+    plus, minus = [], []
+    for j in range(x.numel()):
+        step = torch.zeros_like(x)
+        step[j] = eps
+        plus.append(f(x + step))
+        minus.append(f(x - step))
+    rows = [torch.autograd.functional.jacobian(f, x)[i] for i in range(x.numel())]
+    return plus, minus, rows
+
+
+def test_gradcheck_from_values_accepts_a_right_backward_and_names_a_wrong_one():
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    plus, minus, rows = jacobian_data(torch.nn.functional.softplus, x)
+    assert gradcheck_from_values(plus, minus, rows, eps=1e-6) is None
+    wrong = [row * 1.5 for row in rows]  # a backward off by a factor
+    assert gradcheck_from_values(plus, minus, wrong, eps=1e-6).startswith("Jacobian mismatch for output 0")
+
+
+def test_gradcheck_from_values_refuses_data_that_is_not_a_jacobian():
+    x = torch.tensor([0.3, -1.2], dtype=torch.float64)
+    plus, minus, rows = jacobian_data(torch.nn.functional.softplus, x)
+    assert "shapes of a Jacobian" in gradcheck_from_values(plus, minus, rows[:1], eps=1e-6)
+    with pytest.raises(Feedback, match="float64"):
+        gradcheck_from_values([p.float() for p in plus], minus, rows, eps=1e-6)
