@@ -60,7 +60,7 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
             from grader import mutation
             results = [r for ex in chosen for r in mutation.run(ex)]
             click.echo(mutation.format_results(results))
-            sys.exit(1 if any(r.survived for r in results) else 0)
+            sys.exit(1 if any(r.hole for r in results) else 0)
         rows = [row for ex in chosen for row in catalog.check(ex)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None

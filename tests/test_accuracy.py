@@ -55,7 +55,9 @@ def test_a_surviving_mutant_is_reported():
     results = mutation.run(exercise)
     assert results and all(not r.survived for r in results)
     survivor = mutation.MutationResult("x", "drop .item()@3", 4, 4, "graded")
-    assert "SURVIVES drop .item()@3" in mutation.format_results([survivor])
+    assert survivor.hole and "SURVIVES drop .item()@3" in mutation.format_results([survivor])
+    explained = mutation.MutationResult("x", "drop .clone()@5", 4, 4, "graded", "still correct")
+    assert not explained.hole and "equivalent: still correct" in mutation.format_results([explained])
 
 
 def test_test_names_come_in_korean_too():
