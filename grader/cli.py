@@ -69,7 +69,7 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
         if mutate:
             results = [r for bundle in chosen for r in mutation.run(bundle)]
             click.echo(mutation.format_results(results))
-            sys.exit(1 if any(r.survived for r in results) else 0)
+            sys.exit(1 if any(r.hole for r in results) else 0)
         rows = [row for bundle in chosen for row in check(bundle)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None

@@ -56,7 +56,9 @@ def test_a_surviving_mutant_is_reported():
     results = mutation.run(exercise)
     assert results and all(not r.survived for r in results)
     survivor = mutation.MutationResult("x", "drop .item()@3", 4, 4, "graded")
-    assert "SURVIVES drop .item()@3" in mutation.format_results([survivor])
+    assert survivor.hole and "SURVIVES drop .item()@3" in mutation.format_results([survivor])
+    explained = mutation.MutationResult("x", "drop .clone()@5", 4, 4, "graded", "still correct")
+    assert not explained.hole and "equivalent: still correct" in mutation.format_results([explained])
 
 
 def test_test_names_come_in_korean_too():
@@ -80,3 +82,33 @@ def test_every_catalogue_test_has_a_korean_name():
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 doc = ast.get_docstring(node) or ""
                 assert any(line.startswith("ko: ") for line in doc.splitlines()), f"{file}::{node.name}"
+
+
+def _bundle_with_table(tmp_path, table_rows):
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "autograd-basics"
+    shutil.copytree(Path(settings().exercises_dir) / "autograd-basics", folder)
+    header = "| hint | what the student did | what the tests see | mutants |\n| --- | --- | --- | --- |\n"
+    (folder / "MISCONCEPTIONS.md").write_text(header + "\n".join(table_rows) + "\n")
+    return catalog.load(folder)
+
+
+def test_misconception_check_catches_undeclared_hints_and_uncovered_rows(tmp_path):
+    from grader.catalog import misconceptions
+
+    exercise = _bundle_with_table(tmp_path, [
+        "| `The gradient is twice too large` | backward twice | 8x | backward_twice |",
+        "| `Half the expected gradient` | no factor 2 | 2x | |",
+    ])
+    reports = {"backward_twice": grade(exercise, (exercise.path / "mutants/backward_twice.py").read_text())}
+    bad = lambda declared: [r for r in misconceptions.check(exercise, declared, reports) if not r[3]]
+    ok = bad({"backward_twice": {"hint": "The gradient is twice too large"}})
+    # the tests' other hints have no row, and the "Half" row has no mutant
+    assert any("no row for" in r[2] for r in ok) and any(r[0].startswith("row:Half") for r in ok)
+    assert not any(r[0] == "mutant:backward_twice" for r in ok)
+    undeclared = bad({"backward_twice": {"hint": []}})
+    assert any(r[0] == "mutant:backward_twice" and "undeclared" in r[2] for r in undeclared)
+    unknown = bad({"backward_twice": {"hint": ["The gradient is twice too large", "not a row"]}})
+    assert any("not in the table" in r[2] for r in unknown)

@@ -1,8 +1,8 @@
 """Mutation check: change the reference solution in small, typical ways and grade each change.
 
 A mutant that still gets full marks is a hole in the hidden tests (or a change that is
-really still correct, which the author should say). The operators are the mistakes the
-course warns about: a dropped ``zero_grad``/``retain_grad``/``detach``/``no_grad``,
+really still correct, which the author says in mutants/equivalent.toml). The operators are
+the mistakes the course warns about: a dropped ``zero_grad``/``retain_grad``/``detach``/``no_grad``,
 ``backward`` swapped for ``torch.autograd.grad``, a dropped ``.item()``, an in-place
 update turned into a rebinding, a flipped comparison, a changed constant.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import tomllib
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -144,18 +145,32 @@ class MutationResult:
     score: float
     max_score: float
     status: str
+    equivalent: str | None = None  # why this change is still a correct solution, if the author said so
 
     @property
     def survived(self) -> bool:
         return self.status == "graded" and self.score == self.max_score
 
+    @property
+    def hole(self) -> bool:
+        """A survivor nobody has explained: the tests miss a wrong answer."""
+        return self.survived and not self.equivalent
+
+
+def equivalents(bundle: Bundle) -> dict[str, str]:
+    """``mutants/equivalent.toml``: mutant name -> why it is still correct."""
+    path = bundle.path / "mutants" / "equivalent.toml"
+    return {k: str(v) for k, v in tomllib.loads(path.read_text(encoding="utf-8")).items()} if path.is_file() else {}
+
 
 def run(bundle: Bundle, on_result=None) -> list[MutationResult]:
     """Grade every mutant of the bundle's solution; a survivor scores full marks."""
     results = []
+    explained = equivalents(bundle)
     for mutant in mutants(bundle.file("solution.py").read_text(encoding="utf-8")):
         report = grade(bundle, mutant.source)
-        result = MutationResult(bundle.slug, mutant.name, report.score, report.max_score, report.status)
+        result = MutationResult(bundle.slug, mutant.name, report.score, report.max_score, report.status,
+                                explained.get(mutant.name))
         results.append(result)
         if on_result:
             on_result(result)
@@ -170,6 +185,7 @@ def format_results(results: list[MutationResult]) -> str:
     for slug, rows in by_exercise.items():
         survivors = [r for r in rows if r.survived]
         lines.append(f"{slug}: {len(rows)} mutants, {len(rows) - len(survivors)} killed, "
-                     f"{len(survivors)} surviving")
-        lines.extend(f"  SURVIVES {r.mutant}  ({r.score:g}/{r.max_score:g})" for r in survivors)
+                     f"{len(survivors)} surviving ({sum(r.hole for r in survivors)} unexplained)")
+        lines.extend(f"  SURVIVES {r.mutant}  ({r.score:g}/{r.max_score:g})" +
+                     (f"  equivalent: {r.equivalent}" if r.equivalent else "") for r in survivors)
     return "\n".join(lines)
