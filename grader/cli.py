@@ -80,6 +80,28 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     sys.exit(0 if rows and all(r.ok for r in rows) else 1)
 
 
+@main.command("new")
+@click.argument("slug")
+@click.option("--into", "folder", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to make the bundle's folder (default: the catalogue, GRADER_EXERCISES_DIR).")
+def new_command(slug: str, folder: Path | None) -> None:
+    """Make a new exercise bundle SLUG from the annotated template: a working exercise
+    (statement in English and Korean, starter, solution, a probe, hidden tests with points,
+    hints and hints for errors, mutants with their declarations, the misconception table)
+    that `grader check` passes. Change it into yours, checking as you go."""
+    from grader.catalog import CatalogError, copy_template
+    from grader.settings import settings
+
+    target = (folder or settings().exercises_dir) / slug
+    if target.exists():
+        raise click.ClickException(f"{target} exists already; choose another slug or folder")
+    try:
+        made = copy_template(target, slug)
+    except CatalogError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"made {made}; check it with: grader check {made}")
+
+
 # ------------------------------------------------------------------ db
 
 @main.group("db")

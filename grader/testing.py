@@ -41,7 +41,7 @@ from grader.feedback import Feedback, Hint, StudentError
 __all__ = [
     "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
-    "expect_gradient", "expect_no_hand_made_grad",
+    "expect_gradient", "expect_no_hand_made_grad", "expect_leaf",
 ]
 
 
@@ -275,6 +275,16 @@ def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -
                             f"{name}.grad에 값을 직접 대입했습니다({name}.grad = ...). backward()가 {name}.grad를 "
                             "채우게 하세요."),
                        f"{function}()이 .grad에 직접 값을 대입합니다. 기울기는 backward()가 남겨야 합니다")
+
+
+def expect_leaf(state: TensorState, name: str = "x", *, hint: Hint | None = None) -> None:
+    """Fail unless the tensor the student was given came back a leaf that requires grad:
+    not replaced, detached, or switched off (the check most exercises make of their x)."""
+    expect_true(state.is_leaf and state.requires_grad, f"{name} is no longer a leaf that requires grad",
+                hint=hint or Hint(f"Do not replace or detach {name}; differentiate with respect to the {name} "
+                                  "you were given.",
+                                  f"{name}를 바꾸거나 detach하지 말고, 받은 {name}에 대해 미분하세요."),
+                message_ko=f"{name}가 더 이상 기울기를 요구하는 leaf가 아닙니다")
 
 
 def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):

@@ -74,3 +74,21 @@ def test_statements_come_in_english_and_korean():
     assert exercise.statement("en").startswith("# Your first gradient")
     assert "기울기" in exercise.statement("ko")
     assert exercise.statement("fr") == exercise.statement("en")
+
+
+def test_grader_new_makes_an_annotated_bundle_that_checks_out(tmp_path):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    made = CliRunner().invoke(main, ["new", "my-first", "--into", str(tmp_path)])
+    assert made.exit_code == 0, made.output
+    bundle = catalog.load(tmp_path / "my-first")
+    assert bundle.slug == "my-first" and (bundle.path / "probes.py").is_file()
+    assert "my-first" in (bundle.path / "MISCONCEPTIONS.md").read_text(encoding="utf-8")
+    rows = check(bundle)
+    assert all(r.ok for r in rows), "\n" + format_check(rows)
+    assert any(r.subject.startswith("row:") for r in rows)  # its misconception table is checked too
+    again = CliRunner().invoke(main, ["new", "my-first", "--into", str(tmp_path)])
+    assert again.exit_code == 1 and "exists already" in again.output
+    assert CliRunner().invoke(main, ["new", "Not A Slug", "--into", str(tmp_path)]).exit_code == 1

@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from grader.engine.inside.wire import StudentException
-from grader.testing import (Feedback, Hint, Mistake, StudentError, describe, expect_close, expect_true,
+from grader.engine.inside.wire import StudentException, TensorState
+from grader.testing import (Feedback, Hint, Mistake, StudentError, describe, expect_close, expect_leaf, expect_true,
                             gradcheck_from_values, hints_for_errors)
 
 HALF = Mistake(torch.tensor([1.0, 2.0]), "only half of the gradient", "기울기의 절반만")
@@ -62,6 +62,15 @@ def test_expect_true_fails_with_its_message_and_hint():
         expect_true(False, "x is no longer a leaf", hint=Hint("keep x"), message_ko="x가 leaf가 아닙니다")
     assert (failed.value.message, failed.value.hint.en, failed.value.message_ko) == (
         "x is no longer a leaf", "keep x", "x가 leaf가 아닙니다")
+
+
+@pytest.mark.parametrize("is_leaf, requires_grad", [(False, True), (True, False)])
+def test_expect_leaf_fails_for_an_x_replaced_detached_or_switched_off(is_leaf, requires_grad):
+    expect_leaf(TensorState(torch.ones(2), requires_grad=True, is_leaf=True))
+    with pytest.raises(Feedback) as failed:
+        expect_leaf(TensorState(torch.ones(2), requires_grad=requires_grad, is_leaf=is_leaf), "a")
+    assert failed.value.message == "a is no longer a leaf that requires grad"
+    assert failed.value.hint.en.startswith("Do not replace or detach a;") and failed.value.hint.ko
 
 
 def raised(type_: str, message: str) -> StudentError:

@@ -1,6 +1,7 @@
 """The catalogue: exercise bundles and what the service publishes of them.
 
     bundle.py      the bundle format (a folder with exercise.toml): a leaf, below the engine
+    template/      the annotated bundle `grader new SLUG` copies
     check.py       a bundle's own files must grade as they say (uses the engine)
     models.py      published exercises and uploaded bundles, as stored
     uploads.py     receiving an uploaded zip safely, unpacking it on a worker, publishing it
@@ -10,7 +11,8 @@
 Importing this package gives the bundle format only; nothing here pulls in the engine.
 """
 
-from grader.catalog.bundle import (SLUG, Bundle, BundleLimits, CatalogError, all_bundles, find, is_slug,
-                                   load)
+from grader.catalog.bundle import (SLUG, TEMPLATE_DIR, Bundle, BundleLimits, CatalogError, all_bundles,
+                                   copy_template, find, is_slug, load)
 
-__all__ = ["SLUG", "Bundle", "BundleLimits", "CatalogError", "all_bundles", "find", "is_slug", "load"]
+__all__ = ["SLUG", "TEMPLATE_DIR", "Bundle", "BundleLimits", "CatalogError", "all_bundles", "copy_template",
+           "find", "is_slug", "load"]
