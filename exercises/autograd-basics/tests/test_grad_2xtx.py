@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad, expect_true,
+from grader.testing import (Mistake, expect_close, expect_gradient, expect_leaf, expect_no_hand_made_grad,
                             points, visible)
 
 
@@ -51,9 +51,7 @@ def test_gradient_is_left_in_x_grad(student):
     expect_gradient(after.grad, 4 * x.detach(), what="x.grad", mistakes=mistakes(x), rerun=rerun(student), x=x,
                     value=call.value, fix=FIX)
     expect_no_hand_made_grad(student, "grad_2xtx")
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
-                          "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."))
+    expect_leaf(after)
 
 
 @points(1)

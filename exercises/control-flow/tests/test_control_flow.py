@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors, points,
-                            visible)
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_leaf, expect_true,
+                            hints_for_errors, points, visible)
 
 
 def reference_f(a):
@@ -99,10 +99,7 @@ def check_grad(student, a):
     with hints_for_errors(ERRORS):
         expect_gradient(after.grad, expected, what="a.grad", mistakes=grad_mistakes, value=call.value, x=a,
                         name="a", fix=FIX, rerun=lambda other: student.call("grad_of_f", other))
-    expect_true(after.is_leaf and after.requires_grad, "a is no longer a leaf that requires grad",
-                hint=Hint("Do not replace or detach a; differentiate with respect to the a you were given.",
-                          "a를 바꾸거나 detach하지 말고, 받은 a에 대해 미분하세요."),
-                message_ko="a가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_leaf(after, "a")
 
 
 def with_sum_sign(a, positive):

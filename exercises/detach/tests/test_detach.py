@@ -1,6 +1,7 @@
 import torch
 
-from grader.testing import expect_gradient, Hint, Mistake, StudentError, expect_close, expect_true, points, visible
+from grader.testing import (Hint, Mistake, StudentError, expect_close, expect_gradient, expect_leaf, points,
+                            visible)
 
 
 def partial_mistakes(x):
@@ -75,9 +76,6 @@ FREED = Hint("The second backward() ran through a part of the graph that the fir
              "만들면 z.sum().backward()가 x·x 부분까지 지나가기 때문입니다. z를 u = y.detach()로 "
              "만들면 y의 그래프는 건드리지 않습니다.")
 
-STILL_LEAF = Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
-                  "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요.")
-
 
 def run(student, function, x):
     """Call the student, naming the misconception behind the usual autograd errors."""
@@ -90,11 +88,6 @@ def run(student, function, x):
         elif "backward through the graph a second time" in text:
             err.hint = FREED
         raise
-
-
-def expect_leaf(after):
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
 
 
 @visible

@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad,
-                            expect_true, hints_for_errors, points, visible)
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf,
+                            expect_no_hand_made_grad, hints_for_errors, points, visible)
 from grader.evidence import rebuilds_graph
 
 RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first one had already freed: as it "
@@ -26,9 +26,6 @@ RECOMPUTED = Hint("y was computed again for the second backward(): a new y has a
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar. Sum it first: y = (x ** 3).sum().",
                 "스칼라가 아닌 y에 backward()를 호출했습니다. 먼저 합을 구하세요: y = (x ** 3).sum().")
-
-STILL_LEAF = Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
-                  "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요.")
 
 ERRORS = {"backward through the graph a second time": RETAIN_GRAPH, "only for scalar outputs": IMPLICIT}
 
@@ -61,11 +58,6 @@ def rerun(student):
 def run(student, x):
     with hints_for_errors(ERRORS):
         return student.call("backward_twice", x)
-
-
-def expect_leaf(after):
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
 
 
 @visible

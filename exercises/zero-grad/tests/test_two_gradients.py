@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_no_hand_made_grad,
-                            expect_true, points, visible)
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf,
+                            expect_no_hand_made_grad, points, visible)
 
 NOT_RESET = ("g2 came out as 4x + 1: the first gradient (4x) was still in x.grad when backward() added "
              "the second one (ones). Gradients accumulate; reset the buffer between the two backward() "
@@ -84,7 +84,4 @@ def test_x_grad_holds_second_gradient(student):
                     mistakes=g2_mistakes(x), hint=BY_HAND, value=call.value, x=x, fix=FIX,
                     rerun=lambda other: student.call("two_gradients", other))
     expect_no_hand_made_grad(student, "two_gradients")
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=Hint("Do not replace or detach x; differentiate with respect to the x you were given.",
-                          "x를 바꾸거나 detach하지 말고, 받은 x에 대해 미분하세요."),
-                message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_leaf(after)
