@@ -15,45 +15,16 @@ import pytest
 import requests
 
 from grader import catalog, db
-from grader.lti import platforms
 from grader.accounts.models import User
 from grader.courses.models import Course, CourseExercise, CourseMember
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
-from tests.live import publish_basics, serve, start_worker, stop
+from tests.live import start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
+from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-
-
-@pytest.fixture
-def service(database_url, redis, monkeypatch):
-    """The deployment's environment (the worker inherits it) and a published exercise."""
-    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    monkeypatch.setenv("GRADER_OUTBOUND_ALLOW_PRIVATE", "1")  # the test platform listens on 127.0.0.1
-    monkeypatch.setenv("GRADER_LTI_ALLOW_HTTP", "1")  # the test platform serves plain http on 127.0.0.1
-    publish_basics(database_url)
-    return database_url
-
-
-@pytest.fixture
-def tool(service):
-    """The grader, served over HTTP (the platform fetches its JWKS, as an LMS does)."""
-    from grader.app import create_app
-
-    app = create_app({"TESTING": True, "DATABASE_URL": service})
-    with serve(app) as url:
-        yield url
-
-
-@pytest.fixture
-def lms(tool, service):
-    """A platform registered with the tool."""
-    with Platform(tool).served() as platform:
-        with db.transaction(service) as session:
-            platforms.add(session, name="Test LMS", **platform.tool_registration())
-        yield platform
 
 
 def launch(lms: Platform, pending: Pending, browser: requests.Session | None = None) -> requests.Response:

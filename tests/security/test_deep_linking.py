@@ -9,7 +9,7 @@ import requests
 
 from tests.lti_platform import INSTRUCTOR, Pending, forms
 from tests.security.helpers import launch
-from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
+from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending
 from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
-from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
+from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 SITE_PAGES = ("/instructor/submissions", "/instructor/exercises", "/instructor/lti/platforms",

@@ -14,7 +14,7 @@ from jwt.algorithms import RSAAlgorithm
 
 from tests.lti_platform import INSTRUCTOR, Pending
 from tests.security.helpers import launch, learner
-from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
+from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"

@@ -16,7 +16,7 @@ from grader.lti import platforms
 from grader.lti.models import LtiPlatform
 from tests.lti_platform import Platform, rsa_pair
 from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
-from tests.security.lms_service import lms, service, tool  # noqa: F401  (fixtures)
+from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

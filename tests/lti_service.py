@@ -1,5 +1,7 @@
-"""Fixtures of the LMS security tests: the grader served over HTTP and a registered test
-LMS (lti1p3platform, tests/lti_platform.py). A test module imports the ones it uses."""
+"""Fixtures of the LTI tests: the deployment's environment (a worker a test starts inherits
+it) with autograd-basics published, the grader served over HTTP (the platform fetches its
+JWKS, as an LMS does) and a test LMS registered by the operator (lti1p3platform,
+tests/lti_platform.py). A test module imports the ones it uses."""
 
 from __future__ import annotations
 
