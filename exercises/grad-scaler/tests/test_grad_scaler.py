@@ -323,7 +323,8 @@ def check_steps(student, spec):
         return cache[name]
 
     init_scale = spec["scaler"].get("init_scale", 2.0**16)
-    initial = number(result["initial_scale"], "get_scale() before the first step", INITIAL)
+    # Not a number at all is A_NUMBER's mistake; a number other than init_scale is INITIAL's.
+    initial = number(result["initial_scale"], "get_scale() before the first step")
     expect_close(torch.tensor(initial), torch.tensor(init_scale), what="get_scale() before the first step",
                  hint=INITIAL)
 

@@ -1,0 +1,22 @@
+# Reports the facts as (is_leaf, requires_grad, grad_fn) tuples rather than dicts with named keys.
+import torch
+
+
+def intermediate_grads(x):
+    a = 2 * x + 10
+    a.retain_grad()
+    b = 3 * a
+    b.retain_grad()
+    c = 2 * b
+    c.sum().backward()
+    return {"x": x.grad, "a": a.grad, "b": b.grad}
+
+
+def _facts(t):
+    return (t.is_leaf, t.requires_grad, type(t.grad_fn).__name__ if t.grad_fn is not None else None)
+
+
+def graph_facts(x):
+    a = 2 * x + 10
+    b = 3 * a
+    return {"x": _facts(x), "a": _facts(a), "b": _facts(b)}
