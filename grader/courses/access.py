@@ -26,6 +26,12 @@ def may_register_platforms(user: User | None) -> bool:
     return user is not None and bool(user.password_hash) and user.role in (Role.INSTRUCTOR, Role.ADMIN)
 
 
+def is_staff(session: Session, user: User) -> bool:
+    """An administrator, or staff (ta, instructor) of some course: who sees the course
+    submission pages."""
+    return is_admin(user) or bool(staff_courses(session, user))
+
+
 def staff_courses(session: Session, user: User) -> list[int]:
     return list(session.scalars(select(CourseMember.course_id).where(
         CourseMember.user_id == user.id, CourseMember.role.in_(STAFF_ROLES))))

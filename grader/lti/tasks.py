@@ -18,7 +18,7 @@ import logging
 import redis as redis_py
 from sqlalchemy import func, select
 
-from grader import db, outbound
+from grader import db
 from grader.lti import keys
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform
@@ -88,8 +88,7 @@ def publish_score(self, submission_id: str, target_id: int) -> str:
                 return "missing"  # the target was deleted meanwhile (or as a duplicate)
         step = "score"
         status = post_score(platform, key, lineitem_url=lineitem, user_id=user_id, score=score,
-                            maximum=maximum, timestamp=finished, timeout=config.http_timeout_s,
-                            http=_client(config))
+                            maximum=maximum, timestamp=finished, timeout=config.http_timeout_s)
     except ServiceError as exc:
         # 409 to a score: the platform holds a newer one, ours is late, and that is fine
         stale = step == "score" and exc.status == 409
@@ -135,8 +134,7 @@ def _lineitem(target_id: int, platform: Platform, key: KeyPair, wanted: dict, co
             if url is False:
                 return None
             if url is None:
-                url = find_or_create_lineitem(platform, key, timeout=config.http_timeout_s, http=_client(config),
-                                              **wanted)
+                url = find_or_create_lineitem(platform, key, timeout=config.http_timeout_s, **wanted)
                 log.info("LTI line item of link %s on %s: %s", wanted["resource_link_id"], platform.issuer, url)
             return url if _store_lineitem(target_id, url) else None
         finally:
@@ -180,11 +178,6 @@ def _store_lineitem(target_id: int, url: str) -> bool:
         target.lineitem_url = url
         return True
 
-
-def _client(config) -> outbound.Session:
-    """The platform's token and service URLs are whatever its registration says: called
-    only through the outbound client (public addresses, checked and pinned, no redirects)."""
-    return outbound.session(config.http_timeout_s, user_agent="autograd-grader-lti")
 
 
 def _record(target_id, submission_id, score, maximum, attempt, outcome, status, error) -> None:

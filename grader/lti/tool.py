@@ -253,8 +253,7 @@ def _text(claim, name: str) -> str | None:
 def _fetch_keyset(url: str, timeout: float) -> bytes:
     """The platform's JWKS document, as bytes (redirects not followed)."""
     try:
-        # Through the outbound client: public addresses only, checked and pinned, no redirects.
-        with outbound.session(timeout, user_agent="autograd-grader-lti") as http:
+        with _Session(timeout) as http:
             response = http.get(url, allow_redirects=False, stream=True)
             if response.status_code != 200:
                 raise jwks.KeysetError(f"{url} answered {response.status_code}")
@@ -392,12 +391,12 @@ class _LinkLineItems(AssignmentsGradesService):
 
 def find_or_create_lineitem(platform: Platform, key: KeyPair, *, lineitems_url: str, resource_link_id: str,
                             label: str, score_maximum: float, resource_id: str, tag: str,
-                            timeout: float = 10, http: requests.Session | None = None) -> str:
+                            timeout: float = 10) -> str:
     """The URL of the line item of a resource link in the container ``lineitems_url``,
     created there if it has none (a placement that came with no line item). ServiceError
     when it failed."""
     registration = _ToolConf(lambda iss: [platform], key).registration(platform)
-    service = _LinkLineItems(ServiceConnector(registration, http or _Session(timeout)),
+    service = _LinkLineItems(ServiceConnector(registration, _Session(timeout)),
                              {"scope": [LINEITEM_SCOPE], "lineitems": lineitems_url}, resource_link_id)
     wanted = (LineItem().set_label(label).set_score_maximum(score_maximum)
               .set_resource_link_id(resource_link_id).set_resource_id(resource_id).set_tag(tag))
@@ -413,12 +412,11 @@ def find_or_create_lineitem(platform: Platform, key: KeyPair, *, lineitems_url: 
 
 
 def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: str, score: float,
-               maximum: float, timestamp: datetime, comment: str = "", timeout: float = 10,
-               http: requests.Session | None = None) -> int:
+               maximum: float, timestamp: datetime, comment: str = "", timeout: float = 10) -> int:
     """Publish one score to a line item (AGS), with a client-credentials token got by a
     JWT signed with our key. Returns the HTTP status; ServiceError when it failed."""
     registration = _ToolConf(lambda iss: [platform], key).registration(platform)
-    service = AssignmentsGradesService(ServiceConnector(registration, http or _Session(timeout)),
+    service = AssignmentsGradesService(ServiceConnector(registration, _Session(timeout)),
                                        {"scope": [SCORE_SCOPE], "lineitem": lineitem_url})
     if timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=timezone.utc)

@@ -101,7 +101,7 @@ def _requires(allowed):
 # Site-wide powers: a local administrator only.
 admin_required = _requires(lambda s, user: access.is_admin(user))
 # The course submission pages: an administrator, or staff (ta, instructor) of some course.
-staff_required = _requires(lambda s, user: access.is_admin(user) or bool(access.staff_courses(s, user)))
+staff_required = _requires(access.is_staff)
 # Registering an LMS: a local instructor or administrator, never an LMS user.
 platform_registrar_required = _requires(lambda s, user: access.may_register_platforms(user))
 
@@ -113,7 +113,7 @@ def access_helpers() -> dict:
         if g.user is None:
             return False
         with get_db() as s:
-            return access.is_admin(g.user) or bool(access.staff_courses(s, g.user))
+            return access.is_staff(s, g.user)
 
     return {"is_admin": lambda: access.is_admin(g.user), "is_staff": is_staff,
             "may_register_platforms": lambda: access.may_register_platforms(g.user)}
