@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.engine import cgroup  # noqa: E402
-from grader.engine.inside import seccomp, warm  # noqa: E402
+from grader.engine.inside import seccomp, walls, warm  # noqa: E402
 from grader.engine.sandbox import Limits, Sandbox  # noqa: E402
 
 
@@ -67,11 +67,11 @@ def main() -> None:
     rows.append(("trusted: cgroup limit + OOM counters before a call",
                  timed(lambda: box._bound_memory(limits), args.n)))
     rows.append(("trusted: of which /proc/vmstat (host OOM kills)", timed(cgroup.host_oom_kills, args.n)))
-    for label, step in (("setsid + fresh session keyring", lambda: (os.setsid(), warm._join_new_keyring())),
+    for label, step in (("setsid + fresh session keyring", lambda: (os.setsid(), walls.join_new_keyring())),
                         ("seccomp filter (build + load)", seccomp.install)):
         for again in (False, True):
             if again and "setsid" in label:
-                step = warm._join_new_keyring  # a second setsid fails: the keyring alone
+                step = walls.join_new_keyring  # a second setsid fails: the keyring alone
             took = statistics.median(in_child(step, again) for _ in range(args.n // 10))
             rows.append((f"child: {label}, {'second run' if again else 'first run (with its page copies)'}", took))
     rows.append(("warm: a spare's scheduling checked", timed(lambda: warm._scheduling(os.getpid()), args.n)))

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader import catalog  # noqa: E402
 from grader.engine import grade  # noqa: E402
-from grader.engine.sandbox import bwrap_command  # noqa: E402
+from grader.engine.bwrap import bwrap_command  # noqa: E402
 from grader.settings import settings  # noqa: E402
 
 # The naive grader's student fixture: calls the submission in the test's own process.

@@ -1,7 +1,7 @@
 """Evidence that tells look-alike mistakes apart, for hints that name the right one.
 
 Hidden tests import these through ``grader.testing``. Every fact here is computed in
-the trusted process from data: the values and autograd facts a call sent back, the
+the exercise sandbox, outside the student's, from data: the values and autograd facts a call sent back, the
 outcome of a diagnostic call with a changed input, or the submission's source as text
 (parsed, never run). None of it is a fact the student sandbox computed about itself.
 

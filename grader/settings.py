@@ -23,7 +23,9 @@ class Settings:
     # "bwrap" is the only safe choice; "none" runs submissions unconfined and
     # every report produced that way says so.
     sandbox: str
-    sandbox_uid: int  # the warm process's uid; calls run as sandbox_uid + 1
+    # The first of four uids: the student sandbox's warm process, its calls, the exercise
+    # sandbox's warm process, its suites (each room's pair apart from the other's).
+    sandbox_uid: int
     sandbox_tmp_mb: int  # size of the sandbox's /tmp (memory)
     sandbox_cgroup: str  # where sandboxes' cgroups go; "": found from the worker's own (see engine/cgroup.py)
     device: str  # "auto", "cpu" or "cuda": what this worker may use
@@ -63,7 +65,7 @@ class Settings:
         return cls(
             exercises_dir=Path(os.environ.get("GRADER_EXERCISES_DIR", REPO_ROOT / "exercises")),
             sandbox="none" if unsafe else "bwrap",
-            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 2 * (os.getpid() % 2000))),
+            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 4 * (os.getpid() % 1000))),
             sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
             sandbox_cgroup=os.environ.get("GRADER_CGROUP", ""),
             device=os.environ.get("GRADER_DEVICE", "auto"),

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from grader.engine import blocked
-from grader.engine.sandbox import INSIDE_PACKAGE
+from grader.engine.bwrap import INSIDE_PACKAGE
 
 JACOBIAN = ("torch.autograd.functional.jacobian", "torch.func")
 

@@ -15,7 +15,8 @@ import pytest
 
 from grader.engine import cgroup
 from grader.engine.inside import seccomp
-from grader.engine.sandbox import MASK, SANDBOX_VENV, Limits, Sandbox, SandboxUnavailable, bwrap_command, installed_copies
+from grader.engine.bwrap import MASK, SANDBOX_VENV, bwrap_command, installed_copies
+from grader.engine.sandbox import Limits, Sandbox, SandboxUnavailable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need the worker to be root")
 

@@ -65,6 +65,9 @@ class Bundle:
     @property
     def probes(self) -> str | None:
         probes = self.path / "probes.py"
+        if probes.is_symlink():
+            # It goes into the student sandbox: a link could name any file of the worker's.
+            raise CatalogError(f"{probes}: is a symbolic link; a bundle's files must be its own")
         return probes.read_text(encoding="utf-8") if probes.exists() else None
 
     def file(self, name: str) -> Path:

@@ -39,8 +39,9 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     first, second = grade(bundle, solution), grade(bundle, solution)
     if on_report:
         on_report("solution", first)
-    row("solution", "full marks", f"{first.score:g}/{first.max_score:g} [{first.status}]",
-        first.status == "graded" and first.score == first.max_score > 0)
+    full = first.status == "graded" and first.score == first.max_score > 0
+    row("solution", "full marks", f"{first.score:g}/{first.max_score:g} [{first.status}]"
+        + ("" if full else _why(first)), full)
     same = first.without_timings() == second.without_timings()
     row("solution", "same report twice", "identical" if same else "different", same)
     visible = sum(t.visible for t in first.tests)
@@ -83,6 +84,16 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     for subject, expected, actual, ok in misconceptions.check(bundle, declared, reports):
         row(subject, expected, actual, ok)
     return rows
+
+
+def _why(report) -> str:
+    """Why the reference did not score full marks, in a few words: the grade's own
+    reason, else the first failing test's message."""
+    failed = next((t for t in report.tests if not t.passed), None)
+    errored = next((w for w in report.warnings if w.startswith("some of the exercise's own tests")), None)
+    reason = report.message or errored or (
+        f"{failed.name}: {failed.message or failed.hint or 'failed'}" if failed else None)
+    return f": {reason[:300]}" if reason else ""
 
 
 def format_check(rows: list[CheckRow]) -> str:

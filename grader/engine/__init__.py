@@ -1,7 +1,8 @@
 """The grading engine: ``grade(exercise, source) -> Report``.
 
-Only ``inside/`` is mounted into the sandbox; the rest is the trusted side. This
-package's own import stays lazy and light.
+The worker's side of both sandboxes: ``inside/`` is the only code mounted into the
+student sandbox, ``grader/suite/`` what runs in the exercise sandbox; the rest runs in
+the worker and runs neither's code. This package's own import stays lazy and light.
 """
 
 __all__ = ["grade", "Report", "TestResult", "SandboxUnavailable"]
@@ -15,6 +16,6 @@ def __getattr__(name):
         from grader.engine import report
         return getattr(report, name)
     if name == "SandboxUnavailable":
-        from grader.engine.sandbox import SandboxUnavailable
+        from grader.engine.warm_process import SandboxUnavailable
         return SandboxUnavailable
     raise AttributeError(name)

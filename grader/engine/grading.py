@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import atexit
 import functools
+import logging
 import os
 import subprocess
 import sys
@@ -16,21 +17,34 @@ from typing import Callable
 from grader import source as source_rules
 from grader.catalog.bundle import Bundle, find
 from grader.engine import blocked
-from grader.engine.harness import run_suite
+from grader.engine.exercise_sandbox import ExerciseSandbox, SuiteFailure
 from grader.engine.report import Report, coarse_ms
-from grader.engine.sandbox import CallOutcome, Limits, Sandbox
+from grader.engine.sandbox import Limits, Sandbox
+from grader.engine.protocol import CallOutcome, ProtocolError
 from grader.settings import settings as load_settings
 
-_pool: dict[bool, Sandbox] = {}
+log = logging.getLogger(__name__)
+
+# This process's warm sandboxes: the student's for the CPU and the GPU, the exercise's.
+_pool: dict[str, Sandbox | ExerciseSandbox] = {}
 _pool_lock = threading.Lock()
 
 
 def sandbox_for(cuda: bool) -> Sandbox:
-    """The warm sandbox of this process for the CPU or the GPU (made on first use)."""
+    """The warm student sandbox of this process for the CPU or the GPU (made on first use)."""
     with _pool_lock:
-        if cuda not in _pool:
-            _pool[cuda] = Sandbox(cuda=cuda)
-        return _pool[cuda]
+        key = "cuda" if cuda else "cpu"
+        if key not in _pool:
+            _pool[key] = Sandbox(cuda=cuda)
+        return _pool[key]
+
+
+def exercise_sandbox() -> ExerciseSandbox:
+    """The warm exercise sandbox of this process, where hidden suites run (made on first use)."""
+    with _pool_lock:
+        if "exercise" not in _pool:
+            _pool["exercise"] = ExerciseSandbox()
+        return _pool["exercise"]
 
 
 def shutdown() -> None:
@@ -65,7 +79,8 @@ def device_for(exercise: Bundle) -> str:
 
 
 class _Channel:
-    """The student fixture's way into the sandbox, with the submission's budget."""
+    """The student fixture's way into the sandbox, with the submission's budget: the
+    exercise sandbox's calls arrive here, and go on to the student sandbox."""
 
     def __init__(self, sandbox: Sandbox, exercise: Bundle, files: dict[str, str], device: str,
                  deadline: float, refuse: str | None = None):
@@ -82,11 +97,16 @@ class _Channel:
                              result_bytes=lim.result_mb << 20, processes=lim.processes,
                              tmp_bytes=min(4 * (lim.file_mb << 20), lim.memory_mb << 20))
 
+    def relay(self, module: str, function: str, visible: bool, args: list, kwargs: dict) -> CallOutcome:
+        """A call from the exercise sandbox, made while a test of the given visibility runs."""
+        self.visible = visible
+        return self.call(module, function, args, kwargs)
+
     def call(self, module: str, function: str, args: list, kwargs: dict) -> CallOutcome:
         if self.refuse:
             return CallOutcome("refused", detail=self.refuse)
         if module == "probes" and "probes.py" not in self.files:
-            raise RuntimeError("this exercise has no probes.py")
+            raise ProtocolError("a call to probes.py, which this exercise does not have")
         left = self.deadline - time.monotonic()
         if left <= 0.05:
             self.limit = self.limit or "time_limit"
@@ -154,14 +174,21 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
     probes = ex.probes  # read from the bundle (a file) once
     if probes is not None:
         files["probes.py"] = probes
-    sandbox = sandbox_for(device == "cuda")
-    with sandbox.lock:
+    sandbox, room = sandbox_for(device == "cuda"), exercise_sandbox()
+    with room.lock, sandbox.lock:
+        room.start()
         if refuse is None:
             sandbox.start()
         channel = _Channel(sandbox, ex, files, device,
                            deadline=time.monotonic() + ex.limits.submission_seconds, refuse=refuse)
         try:
-            run = run_suite(ex, channel, on_progress)
+            run = room.run(ex, text, device, on_call=channel.relay, on_progress=on_progress)
+        except SuiteFailure as failure:
+            log.error("%s v%d: %s", ex.slug, ex.version, failure.message)
+            report.status = "sandbox_error" if failure.kind == "sandbox" else "internal_error"
+            report.message = failure.message
+            report.duration_ms = coarse_ms(time.monotonic() - started)
+            return report.escaped()
         finally:
             sandbox.reset()
 

@@ -1,38 +1,26 @@
-"""The trusted side of the sandbox: starting bubblewrap, and calls across the wall.
+"""The trusted side of the student sandbox: calls across its wall.
 
-One :class:`Sandbox` owns one warm process (``inside/warm.py``) inside bubblewrap:
-no network, a read-only system, a private /tmp, a clean environment, an
-unprivileged uid. It serves one submission at a time. If the warm process dies
-or stops answering, the call in flight fails and the next call starts a new one.
+One :class:`Sandbox` owns one warm process (``inside/warm.py``) inside bubblewrap
+(``bwrap.py``): no network, a read-only system, a private /tmp, a clean environment,
+an unprivileged uid. It serves one submission at a time; every call runs in a fresh
+child of the warm process.
 """
 
 from __future__ import annotations
 
-import glob
 import logging
-import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 from grader.engine import cgroup
+from grader.engine.bwrap import STUDENT
 from grader.engine.inside import wire
-from grader.settings import Settings, settings as load_settings
+from grader.engine.protocol import CallOutcome
+from grader.engine.warm_process import SandboxUnavailable, WarmProcess  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-# The one folder of ours the sandbox sees, as its top-level package ``inside``.
-INSIDE_PACKAGE = Path(__file__).resolve().parent / "inside"
-MASK = Path(__file__).resolve().parent / "masked"
-SANDBOX_CODE = "/opt/grader"
-SANDBOX_VENV = "/opt/venv"
 # What the sandbox's processes may hold together between calls (the warm process with
 # torch, the children forked ahead); a call may add its own limit to what is held then.
 IDLE_MEMORY_BYTES = 3 << 30
@@ -40,14 +28,6 @@ IDLE_MEMORY_BYTES = 3 << 30
 # charged to the sandbox that touches them first) and the driver's host-side buffers:
 # allowed on top of the call's own limit, and bounded like it.
 CUDA_HOST_BYTES = 4 << 30
-
-
-def _boot(code_parent: str) -> str:
-    return f"import sys; sys.path.insert(0, {code_parent!r}); from inside.warm import main; main()"
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot be made here; the message says how to fix that."""
 
 
 class NotIsolated(wire.WireError):
@@ -78,256 +58,24 @@ class Limits:
         return dict(self.__dict__)
 
 
-@dataclass
-class CallOutcome:
-    """What one call into the sandbox came to.
-
-    kind is "ok", "exception", "timeout", "memory", "exit", "crash",
-    "too_large", "unencodable", "malformed" (the reply failed to decode: the
-    student's doing, as only their code can write it) or "sandbox" (the sandbox
-    itself failed).
-    """
-
-    kind: str
-    value: Any = None
-    args: list = field(default_factory=list)
-    kwargs: dict = field(default_factory=dict)
-    error: wire.StudentException | None = None
-    detail: str = ""
-    output: str = ""
-    output_bytes: int = 0
-    wall_ms: float = 0.0
-
-
-def sandbox_python() -> str:
-    """The path of this process's Python as the sandbox sees it."""
-    if sys.prefix == sys.base_prefix:
-        return sys.executable
-    return os.path.join(SANDBOX_VENV, os.path.relpath(sys.executable, sys.prefix))
-
-
-def bwrap_command(*, cuda: bool, uid: int, tmp_bytes: int = 512 << 20,
-                  argv: list[str] | None = None, extra: list[str] = ()) -> list[str]:
-    """The bubblewrap command line for one warm process.
-
-    As root, bubblewrap runs privileged with three capabilities, which the warm process
-    uses to mount a /tmp of ``tmp_bytes`` and to drop to the uids ``uid`` (itself) and
-    ``uid + 1`` (the calls) before it reads any request; it keeps none of them.
-    ``argv`` replaces the warm process's arguments to Python (the benchmark's baseline
-    runs pytest instead), ``extra`` adds bubblewrap options.
-    """
-    cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1",
-           "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-           "--hostname", "sandbox"]
-    if os.geteuid() == 0:
-        # Privileged bwrap without a user namespace, so that the warm process can
-        # drop to a real unprivileged uid (RLIMIT_NPROC then holds) and nothing
-        # owned by root outside looks like ours inside.
-        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SYS_ADMIN"]
-    else:
-        cmd += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
-    for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = f"/{top}"
-        if os.path.islink(path):
-            cmd += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            cmd += ["--ro-bind", path, path]
-    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
-        cmd += ["--ro-bind-try", path, path]
-    base = os.path.realpath(sys.base_prefix)
-    if not base.startswith("/usr/"):
-        cmd += ["--ro-bind", base, base]  # where the virtual environment says its Python is
-    if sys.prefix != sys.base_prefix:
-        # At a fixed place: the checkout may be anywhere, /tmp included, which the
-        # sandbox replaces with its own.
-        cmd += ["--ro-bind", os.path.realpath(sys.prefix), SANDBOX_VENV]
-    cmd += ["--ro-bind", str(INSIDE_PACKAGE), f"{SANDBOX_CODE}/inside"]
-    for path in installed_copies():
-        cmd += ["--ro-bind", str(MASK), path]  # `pip install .` put the grader where the sandbox sees it
-    cmd = _with_open_parents(cmd)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-            "--chdir", "/tmp", "--clearenv"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "GRADER_IN_SANDBOX": "1", "GRADER_SANDBOX_UID": str(uid), "GRADER_TMP_BYTES": str(tmp_bytes)}
-    if cuda:
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            cmd += ["--dev-bind", node, node]
-        cmd += ["--ro-bind", "/sys", "/sys"]
-        for path in ("/etc/nvidia",):  # /usr/local/{cuda,nvidia} come with /usr (binding a
-            cmd += ["--ro-bind-try", path, path]  # symlink there onto itself fails)
-        if os.environ.get("LD_LIBRARY_PATH"):
-            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
-    for key, value in env.items():
-        cmd += ["--setenv", key, value]
-    argv = argv if argv is not None else ["-I", "-B", "-c", _boot(SANDBOX_CODE)]
-    return cmd + list(extra) + ["--", sandbox_python(), *argv]
-
-
-def installed_copies(locations: list[str] | None = None) -> list[str]:
-    """Where the sandbox would see the ``grader`` package: a non-editable install puts it
-    into the virtual environment or /usr/local, both mounted. Over each goes ``masked/``,
-    whose ``__init__`` refuses the import, so that only ``inside/`` is importable there."""
-    if locations is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("grader")
-        locations = list(spec.submodule_search_locations or []) if spec else []
-    venv, base = os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)
-    hidden = []
-    for location in locations:
-        real = os.path.realpath(location)
-        if sys.prefix != sys.base_prefix and _under(real, venv):
-            hidden.append(os.path.join(SANDBOX_VENV, os.path.relpath(real, venv)))
-        elif _under(real, base) or any(_under(real, f"/{top}") for top in ("usr", "lib", "lib64")):
-            hidden.append(real)
-    return hidden
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _with_open_parents(cmd: list[str]) -> list[str]:
-    """bwrap makes missing parents of a mount point 0700; the sandbox user must pass them."""
-    targets = [cmd[i + 2] for i, arg in enumerate(cmd)
-               if arg in ("--ro-bind", "--ro-bind-try", "--symlink", "--dev-bind")]
-    parents = sorted({str(p) for t in targets for p in Path(t).parents if str(p) != "/"},
-                     key=lambda p: p.count("/"))
-    opened = []
-    for parent in parents:
-        opened += ["--perms", "0755", "--dir", parent]
-    split = cmd.index("--hostname") + 2
-    return cmd[:split] + opened + cmd[split:]
-
-
-def unsandboxed_command(python: str) -> list[str]:
-    return [python, "-I", "-B", "-c", _boot(str(INSIDE_PACKAGE.parent))]
-
-
-class Sandbox:
-    def __init__(self, *, cuda: bool = False, config: Settings | None = None):
-        self.cuda = cuda
-        self.config = config or load_settings()
-        self.unsafe = self.config.sandbox == "none"
-        self._proc: subprocess.Popen | None = None
-        self._stderr = None
-        self._scratch: str | None = None
-        self.cgroup: cgroup.SandboxCgroup | None = None
-        self.info: dict = {}
-        self.starts = 0
-        self.lock = threading.Lock()
-
-    # ------------------------------------------------------------ lifecycle
+class Sandbox(WarmProcess):
+    room = STUDENT
+    idle_memory_bytes = IDLE_MEMORY_BYTES
 
     @property
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def start(self) -> None:
-        if self.alive:
-            return
-        if self._proc is not None or self.cgroup is not None:
-            self.close()  # the last one died on its own: end what is left of it first
-        python = sys.executable
-        if self.unsafe:
-            cmd = unsandboxed_command(python)
-            self._scratch = tempfile.mkdtemp(prefix="grader-unsafe-")
-            cwd = self._scratch
-            env = {"PATH": "/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "GRADER_SCRATCH": cwd,
-                   "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "GRADER_ALLOW_ROOT": "1"}
-        else:
-            if shutil.which("bwrap") is None:
-                raise SandboxUnavailable(
-                    "bubblewrap is not installed, so submissions cannot be sandboxed. "
-                    "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
-                    "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
-            cmd = bwrap_command(cuda=self.cuda, uid=self.config.sandbox_uid,
-                                tmp_bytes=self.config.sandbox_tmp_mb << 20)
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-            cwd = "/"
-            try:
-                self.cgroup = cgroup.SandboxCgroup.create(self.config.sandbox_cgroup)
-                self.cgroup.set_memory_max(IDLE_MEMORY_BYTES)
-            except cgroup.CgroupUnavailable as exc:
-                self.cgroup = None
-                raise SandboxUnavailable(str(exc)) from None
-        self._stderr = tempfile.TemporaryFile()
-        # bwrap joins the sandbox's cgroup before it runs: nothing of it is ever outside.
-        try:
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
-                                          preexec_fn=_die_with_parent if self.unsafe else self.cgroup.join)
-        except (OSError, subprocess.SubprocessError) as exc:
-            self.close()
-            raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
-        self.starts += 1
-        try:
-            ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
-                                       deadline=time.monotonic() + 120)
-        except wire.WireError:
-            detail = self._stderr_text()
-            self.close()
-            raise SandboxUnavailable(
-                "bubblewrap could not start the sandbox: " + (detail or "no error output") +
-                ". If it reports a permission problem with namespaces, enable unprivileged user "
-                "namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 and "
-                "later also `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or run the "
-                "worker as root, which bubblewrap then uses to drop to an unprivileged uid.") from None
-        if not ready.get("ready"):
-            self.close()
-            raise SandboxUnavailable("the sandbox did not report ready")
-        if not self.unsafe and ready.get("uid") == 0:
-            self.close()
-            raise SandboxUnavailable("the sandbox would run submissions as root; refusing")
-        self.info = ready
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        group, self.cgroup = self.cgroup, None
-        if group is not None:
-            group.kill()  # the sandbox's PID 1 and all below it, not only bwrap
-        if proc is not None:
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                log.error("bubblewrap (pid %d) did not end within 10 s of SIGKILL", proc.pid)
-            for stream in (proc.stdin, proc.stdout):
-                stream.close()
-        if group is not None:
-            group.remove()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
-
-    def _stderr_text(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        return self._stderr.read(4000).decode("utf-8", "replace").strip()
+    def uid(self) -> int:
+        return self.config.sandbox_uid
 
     # ------------------------------------------------------------ requests
 
     def _request(self, header: dict, blob: bytes = b"", *, timeout: float,
                  max_blob: int = 0) -> tuple[dict, bytes]:
         self.start()
-        assert self._proc is not None
         try:
-            self._proc.stdin.write(wire.pack(header, blob))
-            self._proc.stdin.flush()
-            reply, raw = wire.read_frame(self._proc.stdout.fileno(), max_header=4 << 20,
-                                         max_blob=max_blob, deadline=time.monotonic() + timeout)
+            self.send(header, blob)
+            reply, raw = self.receive(deadline=time.monotonic() + timeout, max_blob=max_blob)
         except (OSError, wire.WireError) as exc:
-            time.sleep(0.05)  # let a dying warm process finish its last words
-            log.warning("sandbox failed (%s); its last output: %s", exc, self._stderr_text()[-2000:])
-            self.close()
+            self.failed(exc)
             raise
         if header.get("op") == "call" and reply.get("isolated") is not True:
             raise NotIsolated(reply, raw)
@@ -401,12 +149,6 @@ class Sandbox:
             out.kind = "sandbox"
             out.detail = "the grading machine ran out of memory during the call"
         return out
-
-
-def _die_with_parent() -> None:
-    # bwrap's --die-with-parent, for the unsandboxed development mode.
-    import ctypes
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:

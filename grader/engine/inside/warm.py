@@ -8,15 +8,14 @@ send it, and after each call it kills every other process in the namespace,
 so nothing a submission starts (background processes, fork bombs) outlives
 its call. Nothing here initialises CUDA: a child does, after the fork.
 
-Only this module, ``wire`` and ``seccomp`` are imported inside the sandbox.
+Only this module, ``walls``, ``wire``, ``seccomp`` and ``blocking`` are imported inside the
+sandbox.
 """
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
-import resource
 import select
 import selectors
 import shutil
@@ -25,21 +24,14 @@ import sys
 import time
 import traceback
 
-# Inside bubblewrap this is the sandbox's private tmpfs. Unsandboxed (development
-# mode) it is a fresh directory of its own: never the host's /tmp, which we empty.
-SCRATCH = os.environ.get("GRADER_SCRATCH", "/tmp")
+from . import walls
+from .walls import IN_SANDBOX, SCRATCH
+
 WORK = os.path.join(SCRATCH, "work")
 SUBMISSION_FILE = os.path.join(WORK, "submission.py")
-IN_SANDBOX = os.environ.get("GRADER_IN_SANDBOX") == "1"
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_DUMPABLE = 4
-_KEYCTL_JOIN_SESSION_KEYRING = 1
 # The call child's first byte on the result pipe, written once its walls stand and
 # before any student code runs: without it, whatever happened is the sandbox's failure.
 ISOLATED = b"I"
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def main() -> None:
@@ -53,8 +45,7 @@ def main() -> None:
     os.dup2(null, 1)  # nothing stray may reach the reply channel
     # As PID 1, a signal from inside the namespace arrives only if we handle it: handle none.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    _become_sandbox_user()
-    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
+    walls.become_sandbox_user()
 
     import torch  # noqa: F401  (the point of being warm)
     from . import blocking, seccomp, wire  # noqa: F401  (here, not compiled afresh in every child)
@@ -73,15 +64,14 @@ def main() -> None:
     # request, so nothing of one submission stays here for the next to find.
     grading = False  # between a submission's first call and the reset after its last
     while True:
-        if _dying:
-            _reap_dead()
-            _dying.intersection_update([p for p in _dying if os.path.exists(f"/proc/{p}")])
+        if walls.dying:
+            walls.forget_reaped()
         if len(_spares) < SPARES and not grading and not _readable(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
             _spares.append(_Child(ahead=True))
             continue
-        if _dying and not _readable(requests, 0.002):
+        if walls.dying and not _readable(requests, 0.002):
             continue  # idle, with killed processes still to reap: reap as they die
         try:
             header, blob = wire.read_frame_into(requests)
@@ -108,110 +98,11 @@ def main() -> None:
             wire.write_frame(replies, {"ok": False, "error": f"unknown op {op!r}"})
 
 
-_CHILD_UID: int | None = None  # the uid calls run as, when it differs from ours
 # The request pipe. The trusted side writes nothing while a call runs, so if it becomes
 # readable then, the trusted side is gone: we end, and as PID 1 we take the whole
 # sandbox with us. (A parent-death signal cannot do this: bubblewrap, our parent, keeps
 # no capability, so the kernel does not let its death signal cross our uid change.)
 _LIFELINE = -1
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWIPC = 0x08000000
-_CLONE_NEWUSER = 0x10000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
-_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
-
-
-def _become_sandbox_user() -> None:
-    """Started by root (privileged bubblewrap): mount a size-capped /tmp, then drop
-    to two unprivileged uids outside any user namespace. We run as A and keep B as
-    our saved uid; each call's child becomes B for good. RLIMIT_NPROC then holds, files
-    owned by root stay unreadable, and a child cannot prlimit or ptrace us (uids differ)."""
-    global _CHILD_UID
-    uid = int(os.environ.pop("GRADER_SANDBOX_UID", "0") or 0)
-    tmp_bytes = int(os.environ.pop("GRADER_TMP_BYTES", "0") or 0)
-    if os.getuid() == 0 and uid:
-        if tmp_bytes and IN_SANDBOX:
-            options = f"size={tmp_bytes},mode=1777".encode()
-            if _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
-                raise SystemExit(f"cannot mount /tmp (errno {ctypes.get_errno()})")
-        child = uid + 1
-        os.setgroups([])
-        os.setresgid(uid, uid, child)
-        os.setresuid(uid, uid, child)
-        _CHILD_UID = child
-        # A change of uid clears the parent-death signal bubblewrap set (which then still
-        # only arrives where bubblewrap may signal us: see _LIFELINE).
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _join_new_keyring()
-    if os.getuid() == 0 and os.environ.get("GRADER_ALLOW_ROOT") != "1":
-        raise SystemExit("refusing to run submissions as root")
-
-
-class _as_child_user:
-    """Act as the children's uid for a moment: signals need a matching uid."""
-
-    def __enter__(self):
-        if _CHILD_UID is not None:
-            os.setegid(_CHILD_UID)
-            os.seteuid(_CHILD_UID)
-
-    def __exit__(self, *exc):
-        if _CHILD_UID is not None:
-            os.seteuid(os.getuid())
-            os.setegid(os.getgid())
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # each change clears it
-
-
-def _join_new_keyring() -> int:
-    """A fresh, empty session keyring: the worker's (systemd, a container runtime) and
-    an earlier call's keys are out of reach."""
-    from .seccomp import ARCHES
-    import platform
-
-    numbers = ARCHES.get(platform.machine(), (0, {}, None))[1]
-    if "keyctl" not in numbers:
-        return -1
-    return _libc.syscall(numbers["keyctl"], _KEYCTL_JOIN_SESSION_KEYRING, None)
-
-
-def _become_child_user(limits: dict, files: dict, parent: int) -> None:
-    """The child's own walls, before any student code: the children's uid, and (inside
-    the sandbox) a user, IPC and mount namespace of its own with a private /tmp of
-    bounded size holding the submission's files read-only, no further user namespaces
-    (through which an unbounded tmpfs could be mounted), and no capabilities left."""
-    if _CHILD_UID is not None:
-        os.setresgid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
-        os.setresuid(_CHILD_UID, _CHILD_UID, _CHILD_UID)
-    # The uid change cleared it: if the warm process dies, so does this call (in the
-    # sandbox the end of its PID 1 ends it anyway; unsandboxed this is what does).
-    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
-    if os.getppid() != parent:
-        os._exit(75)  # the warm process died before the signal was set
-    if not IN_SANDBOX:
-        shutil.rmtree(WORK, ignore_errors=True)
-        _write_files(files)
-        return
-    uid, gid = os.getuid(), os.getgid()
-    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
-    _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as fh:
-            fh.write(text)
-    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
-    size = int(limits.get("tmp_bytes", 64 << 20))
-    _check(_libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
-                       f"size={size},mode=1777".encode()), "private /tmp")
-    _write_files(files)
-    _check(_libc.mount(WORK.encode(), WORK.encode(), None, _MS_BIND, None), "work")
-    _check(_libc.mount(None, WORK.encode(), None,
-                       _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None), "read-only work")
-    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
-        fh.write("0")
-    _drop_capabilities()
-    # An OOM in the sandbox's cgroup ends this call (and what it started), not the
-    # warm process, which the launcher made the last choice.
-    with open("/proc/self/oom_score_adj", "w") as fh:
-        fh.write("1000")
 
 
 def _write_files(files: dict) -> None:
@@ -220,23 +111,6 @@ def _write_files(files: dict) -> None:
         if isinstance(name, str) and name.endswith(".py") and "/" not in name and isinstance(text, str):
             with open(os.path.join(WORK, name), "w", encoding="utf-8") as fh:
                 fh.write(text)
-
-
-def _check(result: int, step: str) -> None:
-    if result != 0:
-        os.write(2, f"sandbox: could not isolate the call ({step}: {os.strerror(ctypes.get_errno())})\n".encode())
-        os._exit(74)
-
-
-def _drop_capabilities() -> None:
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    _check(_libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "drop capabilities")
 
 
 def _warm_up() -> None:
@@ -314,7 +188,7 @@ def _take_child() -> _Child:
             os.kill(child.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _dying.add(child.pid)
+        walls.dying.add(child.pid)
         child.discard()
     return _Child()
 
@@ -376,14 +250,14 @@ def _run(child: "_Child", request: bytearray, timeout: float, max_result: int,
         # time limit) for it to finish on its own, then end everything.
         if not status["timeout"] and not _readable(pidfd, started + timeout - time.monotonic()):
             status["timeout"] = True
-        with _as_child_user():
+        with walls.as_child_user():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         ended = _wait_for(pid, pidfd)  # the sweep after the reply ends what it left
         if ended is None:
-            _dying.add(pid)  # it could not be collected in time: "no status" says so
+            walls.dying.add(pid)  # it could not be collected in time: "no status" says so
         else:
             code, usage = ended
             if os.WIFSIGNALED(code):
@@ -530,65 +404,17 @@ def _end_call(pid: int | None) -> None:
             pass
 
 
-_dying: set[int] = set()  # killed, not yet reaped
-
-
 def _sweep() -> None:
-    """Kill every process of the sandbox but us and the spare children, however many a
-    fork bomb keeps making. As PID 1 of our namespace we see them all in /proc.
-
-    It does not wait for them to die: a process with SIGKILL pending runs no more of its
-    code and cannot fork, and its teardown (milliseconds, for a copy of torch) is the
-    kernel's. They are reaped on later sweeps."""
-    keep = {os.getpid()} | {child.pid for child in _spares}
-    killed: set[int] = set()
-    with _as_child_user():  # their uid, so that we may signal them
-        for _ in range(10_000):
-            _reap_dead()
-            fresh = {int(p) for p in os.listdir("/proc") if p.isdigit()} - keep - killed
-            if not fresh:
-                return
-            for pid in fresh:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            killed |= fresh
-            _dying.update(fresh)
-
-
-def _reap_dead() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _vm_size() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    """Kill every process of the sandbox but us and the spare children."""
+    walls.sweep({child.pid for child in _spares})
 
 
 def _set_limits(limits: dict, device: str) -> None:
-    cpu = int(float(limits.get("timeout", 5))) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    fsize = int(limits.get("file_bytes", 16 << 20))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    nproc = int(limits.get("processes", 32))
-    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    if device != "cuda":
-        # CUDA reserves vast virtual ranges, so address-space limits only suit the CPU.
-        memory = int(limits.get("memory_bytes", 1 << 30))
-        vm = _vm_size() + memory
-        resource.setrlimit(resource.RLIMIT_AS, (vm, vm))
+    memory = int(limits.get("memory_bytes", 1 << 30))
+    walls.set_limits(cpu_seconds=float(limits.get("timeout", 5)), file_bytes=int(limits.get("file_bytes", 16 << 20)),
+                     processes=int(limits.get("processes", 32)),
+                     # CUDA reserves vast virtual ranges, so address-space limits only suit the CPU.
+                     address_space=walls.vm_size() + memory if device != "cuda" else None)
 
 
 def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
@@ -597,12 +423,10 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
     # A session of its own (and so an autogroup: renicing it slows only this call;
     # unsandboxed, the session is also what gets killed afterwards), and a fresh
     # session keyring.
-    os.setsid()
-    _join_new_keyring()
+    walls.own_session()
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
-    for low, high in _gaps(3, sorted((req_r, res_w)), 65536):
-        os.closerange(low, high)
+    walls.close_all_but(req_r, res_w)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing
     try:
@@ -611,16 +435,18 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
         os._exit(73)
     os.close(req_r)
     files = request.get("files")
-    _become_child_user(request.get("limits", {}), files if isinstance(files, dict) else {}, parent)
+    limits = request.get("limits", {})
+    walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 64 << 20)), parent=parent, folder=WORK,
+                populate=lambda: _write_files(files if isinstance(files, dict) else {}))
     device = request.get("device", "cpu")
-    _set_limits(request.get("limits", {}), device)
+    _set_limits(limits, device)
     os.chdir(WORK)
     sys.path.insert(0, WORK)
     try:
         seccomp.install()
     except OSError as exc:
         os.write(2, f"sandbox: could not isolate the call (system-call filter: {exc})\n".encode())
-        os._exit(74)
+        os._exit(walls.NOT_ISOLATED)
     # The walls stand; from here on, what happens is the submission's doing.
     if os.write(res_w, ISOLATED) != 1:
         os._exit(76)
@@ -643,14 +469,6 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
         view = view[os.write(res_w, view):]
     os.close(res_w)
     os._exit(0)
-
-
-def _gaps(low: int, keep: list[int], high: int):
-    """The ranges between the descriptors to keep, for closerange."""
-    for fd in keep:
-        yield low, fd
-        low = fd + 1
-    yield low, high
 
 
 def _invoke(request, blob, device, wire) -> bytes:

@@ -90,12 +90,39 @@ class StudentException:
 
 # ---------------------------------------------------------------- encoding
 
-def encode(value: Any) -> tuple[Any, bytes]:
-    """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable."""
+def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
+    """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable.
+
+    ``states``: a :class:`TensorState` (a tensor as decoded, with its autograd facts) is
+    encoded as it stands, so that the facts survive being passed on (the worker relays
+    what the student sandbox returned to the exercise sandbox). Off where the value
+    comes from student code, which has no business making one."""
     parts: list[bytes] = []
     offset = [0]
 
     count = [0]
+
+    def raw_bytes(values: torch.Tensor) -> bytes:
+        values = values.detach().to("cpu").contiguous()
+        if values.dtype == torch.bfloat16:
+            return values.view(torch.int16).numpy().tobytes()
+        return values.numpy().tobytes()
+
+    def node(raw: bytes, data: torch.Tensor, facts: dict, grad) -> dict:
+        out = {"dtype": _DTYPE_NAMES[data.dtype], "shape": list(data.shape), "offset": offset[0],
+               "nbytes": len(raw), **facts, "grad": grad}
+        parts.append(raw)
+        offset[0] += len(raw)
+        return {"tensor": out}
+
+    def state(s: TensorState, depth: int):
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_NODES:
+            raise WireError("value is nested too deeply or has too many parts (a .grad counts as one)")
+        grad = state(s.grad, depth + 1)["tensor"] if s.grad is not None else None
+        return node(raw_bytes(s.data), s.data, {
+            "requires_grad": s.requires_grad, "is_leaf": s.is_leaf, "retains_grad": s.retains_grad,
+            "grad_fn": s.grad_fn, "device": s.device}, grad)
 
     def tensor(t: torch.Tensor, depth: int):
         count[0] += 1
@@ -108,35 +135,23 @@ def encode(value: Any) -> tuple[Any, bytes]:
             raise WireError(f"tensors of dtype {t.dtype} cannot be graded")
         if t.is_sparse or t.layout != torch.strided:
             raise WireError("sparse tensors cannot be graded; return a dense tensor")
-        values = t.detach().to("cpu").contiguous()
-        if values.dtype == torch.bfloat16:
-            raw = values.view(torch.int16).numpy().tobytes()
-        else:
-            raw = values.numpy().tobytes()
+        raw = raw_bytes(t)
         grad = None
         if t.is_leaf or t.retains_grad:
             g = t.grad
             if g is not None:
                 grad = tensor(g, depth + 1)["tensor"]
-        node = {
-            "dtype": _DTYPE_NAMES[t.dtype],
-            "shape": list(t.shape),
-            "offset": offset[0],
-            "nbytes": len(raw),
-            "requires_grad": bool(t.requires_grad),
-            "is_leaf": bool(t.is_leaf),
+        return node(raw, t, {
+            "requires_grad": bool(t.requires_grad), "is_leaf": bool(t.is_leaf),
             "retains_grad": bool(t.retains_grad),
             "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
-            "device": str(t.device),
-            "grad": grad,
-        }
-        parts.append(raw)
-        offset[0] += len(raw)
-        return {"tensor": node}
+            "device": str(t.device)}, grad)
 
     def walk(v: Any, depth: int):
         if isinstance(v, torch.Tensor):
             return tensor(v, depth)
+        if states and type(v) is TensorState:
+            return state(v, depth)
         count[0] += 1
         if depth > MAX_DEPTH or count[0] > MAX_NODES:
             raise WireError("value is nested too deeply or has too many parts")

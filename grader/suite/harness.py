@@ -1,37 +1,26 @@
-"""Runs an exercise's hidden pytest suite in this (trusted) process.
+"""Runs an exercise's hidden pytest suite, inside the exercise sandbox.
 
 The verdict of each test is what pytest's own hooks report here; nothing the
-sandbox prints is parsed. Student code is reached only through the channel,
+student sandbox prints is parsed. Student code is reached only through the channel,
 which the ``student`` fixture of ``grader.testing`` wraps.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-from dataclasses import dataclass, field
+import traceback
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from grader.catalog.bundle import Bundle
 from grader.engine.report import TestResult, coarse_ms
-
-log = logging.getLogger(__name__)
+from grader.engine.protocol import SuiteRun
 
 # Plugins a hidden suite never needs; each costs time on every grade.
 _UNUSED_PLUGINS = ("terminal", "cacheprovider", "doctest", "junitxml", "pastebin", "stepwise",
                    "legacypath", "warnings", "unraisableexception", "threadexception", "logging",
                    "faulthandler", "debugging", "setuponly", "setupplan")
-
-
-@dataclass
-class SuiteRun:
-    results: list[TestResult] = field(default_factory=list)
-    error: str | None = None  # the suite itself could not run (collection failed)
-    test_errors: list[str] = field(default_factory=list)
 
 
 class _Collector:
@@ -115,8 +104,10 @@ class _Collector:
         elif exc is not None:
             # A bug in the exercise's own test, not the student's doing.
             name = type(exc).__name__
-            log.error("test %s raised %s", item.nodeid, name, exc_info=(type(exc), exc, exc.__traceback__))
             self.run.test_errors.append(f"{item.nodeid}: {name}")
+            if len(self.run.logs) < 20:
+                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+                self.run.logs.append(f"test {item.nodeid} raised {name}:\n{text[-4000:]}")
             result.message = "The exercise's test itself failed; this is not your mistake and was logged."
         if hint.get("en"):
             result.hint = hint["en"]
@@ -125,33 +116,19 @@ class _Collector:
         return result
 
 
-def run_suite(exercise: Bundle, channel, on_progress=None) -> SuiteRun:
-    tests_dir = exercise.tests_dir
+def run_suite(root: Path, channel, on_progress=None) -> SuiteRun:
+    """Run the suite in ``root``/tests (a bundle's folder) against ``channel``."""
+    tests_dir = root / "tests"
     collector = _Collector(channel, on_progress)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
-            "--rootdir", str(exercise.path), "--confcutdir", str(tests_dir),
+            "--rootdir", str(root), "--confcutdir", str(tests_dir),
             "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing",
             "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
     for plugin in _UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin}"]
-    before = set(sys.modules)
-    try:
-        code = pytest.main(args, plugins=[collector])
-    finally:
-        _forget_modules(set(sys.modules) - before, exercise.path)
+    code = pytest.main(args, plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
         collector.run.error = f"pytest stopped with exit code {int(code)}"
     if not collector.run.results and collector.run.error is None:
         collector.run.error = "the exercise has no tests"
     return collector.run
-
-
-def _forget_modules(names: set[str], root: Path) -> None:
-    """Drop the suite's modules so the next run (maybe a newer version) imports afresh,
-    and the placeholder packages pytest's importlib mode makes for them. Modules
-    of libraries the tests imported for the first time stay."""
-    prefix = str(root)
-    for name in names:
-        file = getattr(sys.modules.get(name), "__file__", None)
-        if (file is None and name.split(".")[0] == "tests") or (file and file.startswith(prefix)):
-            sys.modules.pop(name, None)

@@ -1,0 +1,238 @@
+"""The process walls every sandbox of ours stands on, student's and exercise's alike.
+
+A warm process (PID 1 of its sandbox, started by root through privileged bubblewrap)
+calls :func:`become_sandbox_user` once: a size-capped /tmp, then two unprivileged uids
+outside any user namespace (it runs as A and keeps B, the uid of the children that run
+untrusted code, as its saved uid). Each such child then calls :func:`enter` before it
+runs anything untrusted: uid B for good, the parent-death signal, a user, IPC and mount
+namespace of its own with a private /tmp of bounded size, the folder it works in
+read-only, no further user namespaces, no capabilities. :func:`sweep` ends every process
+of the sandbox but the ones kept.
+
+Unsandboxed (the development mode) the same calls do what they can: the uid changes and
+namespaces are skipped, and the scratch folder is a private directory of its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import shutil
+import signal
+from typing import Callable
+
+# Inside bubblewrap this is the sandbox's private tmpfs. Unsandboxed (development
+# mode) it is a fresh directory of its own: never the host's /tmp, which we empty.
+SCRATCH = os.environ.get("GRADER_SCRATCH", "/tmp")
+IN_SANDBOX = os.environ.get("GRADER_IN_SANDBOX") == "1"
+
+# Exit statuses of a child whose walls did not stand: the sandbox's failure, never the
+# untrusted code's (which has not run yet).
+NOT_ISOLATED = 74
+PARENT_GONE = 75
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWUSER = 0x10000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+child_uid: int | None = None  # the uid untrusted children run as, when it differs from ours
+
+
+def become_sandbox_user() -> None:
+    """Started by root (privileged bubblewrap): mount a size-capped /tmp, then drop
+    to two unprivileged uids outside any user namespace. We run as A and keep B as
+    our saved uid; each child becomes B for good. RLIMIT_NPROC then holds, files
+    owned by root stay unreadable, and a child cannot prlimit or ptrace us (uids differ)."""
+    global child_uid
+    uid = int(os.environ.pop("GRADER_SANDBOX_UID", "0") or 0)
+    tmp_bytes = int(os.environ.pop("GRADER_TMP_BYTES", "0") or 0)
+    if os.getuid() == 0 and uid:
+        if tmp_bytes and IN_SANDBOX:
+            options = f"size={tmp_bytes},mode=1777".encode()
+            if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+                raise SystemExit(f"cannot mount /tmp (errno {ctypes.get_errno()})")
+        child = uid + 1
+        os.setgroups([])
+        os.setresgid(uid, uid, child)
+        os.setresuid(uid, uid, child)
+        child_uid = child
+        # A change of uid clears the parent-death signal bubblewrap set (which then still
+        # only arrives where bubblewrap may signal us: a warm process watches its request
+        # pipe instead, and ends when the trusted side is gone).
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    join_new_keyring()
+    if os.getuid() == 0 and os.environ.get("GRADER_ALLOW_ROOT") != "1":
+        raise SystemExit("refusing to run untrusted code as root")
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
+
+
+class as_child_user:
+    """Act as the children's uid for a moment: signals need a matching uid."""
+
+    def __enter__(self):
+        if child_uid is not None:
+            os.setegid(child_uid)
+            os.seteuid(child_uid)
+
+    def __exit__(self, *exc):
+        if child_uid is not None:
+            os.seteuid(os.getuid())
+            os.setegid(os.getgid())
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # each change clears it
+
+
+def join_new_keyring() -> int:
+    """A fresh, empty session keyring: the worker's (systemd, a container runtime) and
+    an earlier child's keys are out of reach."""
+    from .seccomp import ARCHES
+
+    numbers = ARCHES.get(platform.machine(), (0, {}, None))[1]
+    if "keyctl" not in numbers:
+        return -1
+    return libc.syscall(numbers["keyctl"], _KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def own_session() -> None:
+    """A session of its own (and so an autogroup: renicing it slows only this child;
+    unsandboxed, the session is also what gets killed afterwards), and a fresh keyring."""
+    os.setsid()
+    join_new_keyring()
+
+
+def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None]) -> None:
+    """A child's own walls, before anything untrusted runs: the children's uid, and
+    (inside the sandbox) a user, IPC and mount namespace of its own with a private /tmp
+    of ``tmp_bytes``, in which ``populate()`` writes ``folder``, then made read-only; no
+    further user namespaces (through which an unbounded tmpfs could be mounted), and no
+    capabilities left. A step that fails ends the child with NOT_ISOLATED."""
+    if child_uid is not None:
+        os.setresgid(child_uid, child_uid, child_uid)
+        os.setresuid(child_uid, child_uid, child_uid)
+    # The uid change cleared it: if the warm process dies, so does this child (in the
+    # sandbox the end of its PID 1 ends it anyway; unsandboxed this is what does).
+    check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+    if os.getppid() != parent:
+        os._exit(PARENT_GONE)  # the warm process died before the signal was set
+    if not IN_SANDBOX:
+        shutil.rmtree(folder, ignore_errors=True)
+        populate()
+        return
+    uid, gid = os.getuid(), os.getgid()
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
+    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
+    check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                     f"size={tmp_bytes},mode=1777".encode()), "private /tmp")
+    populate()
+    path = folder.encode()
+    check(libc.mount(path, path, None, _MS_BIND, None), "work")
+    check(libc.mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None),
+          "read-only work")
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+        fh.write("0")
+    drop_capabilities()
+    # An OOM in the sandbox's cgroup ends this child (and what it started), not the
+    # warm process, which the launcher made the last choice.
+    with open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write("1000")
+
+
+def check(result: int, step: str) -> None:
+    if result != 0:
+        os.write(2, f"sandbox: could not isolate the call ({step}: {os.strerror(ctypes.get_errno())})\n".encode())
+        os._exit(NOT_ISOLATED)
+
+
+def drop_capabilities() -> None:
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "drop capabilities")
+
+
+def set_limits(*, cpu_seconds: float, file_bytes: int, processes: int, address_space: int | None = None) -> None:
+    """The child's own rlimits (the cgroup bounds the sandbox as a whole)."""
+    cpu = int(cpu_seconds) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    if address_space is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def vm_size() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def close_all_but(*keep: int) -> None:
+    """Close every descriptor from 3 up but ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 65536)
+
+
+dying: set[int] = set()  # killed, not yet reaped
+
+
+def sweep(keep: set[int]) -> None:
+    """Kill every process of the sandbox but us and ``keep``, however many a fork bomb
+    keeps making. As PID 1 of our namespace we see them all in /proc.
+
+    It does not wait for them to die: a process with SIGKILL pending runs no more of its
+    code and cannot fork, and its teardown (milliseconds, for a copy of torch) is the
+    kernel's. They are reaped on later sweeps."""
+    keep = {os.getpid()} | keep
+    killed: set[int] = set()
+    with as_child_user():  # their uid, so that we may signal them
+        for _ in range(10_000):
+            reap_dead()
+            fresh = {int(p) for p in os.listdir("/proc") if p.isdigit()} - keep - killed
+            if not fresh:
+                return
+            for pid in fresh:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            killed |= fresh
+            dying.update(fresh)
+
+
+def reap_dead() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def forget_reaped() -> None:
+    reap_dead()
+    dying.intersection_update([p for p in dying if os.path.exists(f"/proc/{p}")])

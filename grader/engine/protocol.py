@@ -1,0 +1,112 @@
+"""The frames between the worker and the exercise sandbox, and what a call came to.
+
+The worker sends one ``grade`` request (the bundle's tests as files, the submission's
+text, the device); the exercise sandbox answers with events until its warm process
+says the suite ``ended``::
+
+    isolated                  the child's walls stand; before it, failures are ours
+    progress  done, total     a test finished
+    call      module, function, visible, args, kwargs    -> answered with an outcome
+    finished  results, error, test_errors, logs          the suite's verdicts
+    ended     exit, signal    (the warm process, after the child is gone and swept)
+
+Both sides decode with :mod:`wire` (no pickle; every size bounded). The worker checks
+everything the exercise sandbox sends as hostile: the exercise's code runs there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.engine.inside import wire
+
+EVENTS = ("isolated", "progress", "call", "finished")  # what the child may send
+MODULES = ("submission", "probes")
+MAX_HEADER = 16 << 20
+MAX_BLOB = 512 << 20
+
+
+@dataclass
+class CallOutcome:
+    """What one call into the student sandbox came to.
+
+    kind is "ok", "exception", "timeout", "memory", "exit", "crash",
+    "too_large", "unencodable", "malformed" (the reply failed to decode: the
+    student's doing, as only their code can write it), "refused" (the submission
+    was refused before it ran) or "sandbox" (the sandbox itself failed).
+    """
+
+    kind: str
+    value: Any = None
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+    error: wire.StudentException | None = None
+    detail: str = ""
+    output: str = ""
+    output_bytes: int = 0
+    wall_ms: float = 0.0
+
+
+@dataclass
+class SuiteRun:
+    """What the hidden suite came to (TestResult dicts on the wire; TestResults once the
+    worker has checked them)."""
+
+    results: list = field(default_factory=list)
+    error: str | None = None  # the suite itself could not run (collection failed)
+    test_errors: list[str] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)  # tracebacks of the tests' own errors, for the worker's log
+
+
+class ProtocolError(wire.WireError):
+    """The other side sent something that is not part of the protocol."""
+
+
+# ---------------------------------------------------------------- calls (exercise -> worker)
+
+def call_frame(module: str, function: str, visible: bool, args: list, kwargs: dict) -> tuple[dict, bytes]:
+    tree, blob = wire.encode({"args": list(args), "kwargs": dict(kwargs)}, states=True)
+    return {"event": "call", "module": module, "function": function, "visible": visible,
+            "values": tree}, blob
+
+
+def read_call(header: dict, blob: bytes) -> tuple[str, str, bool, list, dict]:
+    """(module, function, visible, args, kwargs) of a call frame, checked."""
+    module, function, visible = header.get("module"), header.get("function"), header.get("visible")
+    if module not in MODULES:
+        raise ProtocolError(f"a call to an unknown module {str(module)[:40]!r}")
+    if type(function) is not str or not function.isidentifier() or len(function) > 100:
+        raise ProtocolError("a call without a function name")
+    if type(visible) is not bool:
+        raise ProtocolError("a call that does not say whether its test is visible")
+    values = wire.decode(header.get("values"), blob)
+    if type(values) is not dict or type(values.get("args")) is not list or type(values.get("kwargs")) is not dict \
+            or not all(type(k) is str for k in values["kwargs"]):
+        raise ProtocolError("a call's arguments are malformed")
+    return module, function, visible, values["args"], values["kwargs"]
+
+
+# ---------------------------------------------------------------- outcomes (worker -> exercise)
+
+def outcome_frame(out: CallOutcome) -> tuple[dict, bytes]:
+    tree, blob = wire.encode({"value": out.value, "args": out.args, "kwargs": out.kwargs}, states=True)
+    error = None
+    if out.error is not None:
+        error = {"type": out.error.type, "message": out.error.message,
+                 "traceback": [list(frame) for frame in out.error.traceback]}
+    return {"kind": out.kind, "detail": out.detail, "output": out.output, "output_bytes": out.output_bytes,
+            "wall_ms": out.wall_ms, "error": error, "result": tree}, blob
+
+
+def read_outcome(header: dict, blob: bytes) -> CallOutcome:
+    result = wire.decode(header.get("result"), blob)
+    error = header.get("error")
+    exception = None
+    if isinstance(error, dict):
+        exception = wire.StudentException(type=str(error.get("type")), message=str(error.get("message")),
+                                          traceback=[tuple(f) for f in error.get("traceback", [])])
+    return CallOutcome(kind=str(header.get("kind")), value=result["value"], args=result["args"],
+                       kwargs=result["kwargs"], error=exception, detail=str(header.get("detail") or ""),
+                       output=str(header.get("output") or ""), output_bytes=int(header.get("output_bytes") or 0),
+                       wall_ms=float(header.get("wall_ms") or 0))

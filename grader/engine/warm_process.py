@@ -1,0 +1,171 @@
+"""The trusted side's handle on one warm process: started under bubblewrap in a cgroup
+of its own, spoken to in frames over two pipes, ended with everything it started.
+
+Both rooms use it: :class:`grader.engine.sandbox.Sandbox` (the student's code) and
+:class:`grader.engine.exercise_sandbox.ExerciseSandbox` (the exercise's hidden tests).
+If the warm process dies or stops answering, what was in flight fails and the next
+request starts a new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from grader.engine import cgroup
+from grader.engine.bwrap import Room, bwrap_command
+from grader.engine.inside import wire
+from grader.settings import Settings, settings as load_settings
+
+log = logging.getLogger(__name__)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be made here; the message says how to fix that."""
+
+
+class WarmProcess:
+    room: Room
+    idle_memory_bytes: int  # what its processes may hold together between requests
+
+    def __init__(self, *, cuda: bool = False, config: Settings | None = None):
+        self.cuda = cuda
+        self.config = config or load_settings()
+        self.unsafe = self.config.sandbox == "none"
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+        self._scratch: str | None = None
+        self.cgroup: cgroup.SandboxCgroup | None = None
+        self.info: dict = {}
+        self.starts = 0
+        self.lock = threading.Lock()
+
+    @property
+    def uid(self) -> int:
+        """The warm process's uid; its children run as uid + 1."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self.alive:
+            return
+        if self._proc is not None or self.cgroup is not None:
+            self.close()  # the last one died on its own: end what is left of it first
+        if self.unsafe:
+            cmd = self.room.unsandboxed_command(sys.executable)
+            self._scratch = tempfile.mkdtemp(prefix=f"grader-unsafe-{self.room.name}-")
+            cwd = self._scratch
+            env = {"PATH": "/usr/bin:/bin", "HOME": cwd, "TMPDIR": cwd, "GRADER_SCRATCH": cwd,
+                   "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "GRADER_ALLOW_ROOT": "1"}
+        else:
+            if shutil.which("bwrap") is None:
+                raise SandboxUnavailable(
+                    "bubblewrap is not installed, so submissions cannot be sandboxed. "
+                    "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
+                    "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
+            cmd = bwrap_command(cuda=self.cuda, uid=self.uid, tmp_bytes=self.config.sandbox_tmp_mb << 20,
+                                room=self.room)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            cwd = "/"
+            try:
+                self.cgroup = cgroup.SandboxCgroup.create(self.config.sandbox_cgroup)
+                self.cgroup.set_memory_max(self.idle_memory_bytes)
+            except cgroup.CgroupUnavailable as exc:
+                self.cgroup = None
+                raise SandboxUnavailable(str(exc)) from None
+        self._stderr = tempfile.TemporaryFile()
+        # bwrap joins the sandbox's cgroup before it runs: nothing of it is ever outside.
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
+                                          preexec_fn=_die_with_parent if self.unsafe else self.cgroup.join)
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.close()
+            raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
+        self.starts += 1
+        try:
+            ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
+                                       deadline=time.monotonic() + 120)
+        except wire.WireError:
+            detail = self._stderr_text()
+            self.close()
+            raise SandboxUnavailable(
+                "bubblewrap could not start the sandbox: " + (detail or "no error output") +
+                ". If it reports a permission problem with namespaces, enable unprivileged user "
+                "namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 and "
+                "later also `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or run the "
+                "worker as root, which bubblewrap then uses to drop to an unprivileged uid.") from None
+        if not ready.get("ready"):
+            self.close()
+            raise SandboxUnavailable("the sandbox did not report ready")
+        if not self.unsafe and ready.get("uid") == 0:
+            self.close()
+            raise SandboxUnavailable("the sandbox would run untrusted code as root; refusing")
+        self.info = ready
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        group, self.cgroup = self.cgroup, None
+        if group is not None:
+            group.kill()  # the sandbox's PID 1 and all below it, not only bwrap
+        if proc is not None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.error("bubblewrap (pid %d) did not end within 10 s of SIGKILL", proc.pid)
+            for stream in (proc.stdin, proc.stdout):
+                stream.close()
+        if group is not None:
+            group.remove()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def _stderr_text(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read(4000).decode("utf-8", "replace").strip()
+
+    # ------------------------------------------------------------ frames
+
+    def send(self, header: dict, blob: bytes = b"") -> None:
+        assert self._proc is not None
+        self._proc.stdin.write(wire.pack(header, blob))
+        self._proc.stdin.flush()
+
+    def receive(self, *, deadline: float, max_header: int = 4 << 20, max_blob: int = 0) -> tuple[dict, bytearray]:
+        assert self._proc is not None
+        return wire.read_frame(self._proc.stdout.fileno(), max_header=max_header, max_blob=max_blob,
+                               deadline=deadline)
+
+    def failed(self, exc: Exception) -> None:
+        """The warm process broke the protocol or died: end it; the next request starts anew."""
+        time.sleep(0.05)  # let a dying warm process finish its last words
+        log.warning("%s sandbox failed (%s); its last output: %s", self.room.name, exc, self._stderr_text()[-2000:])
+        self.close()
+
+
+def _die_with_parent() -> None:
+    # bwrap's --die-with-parent, for the unsandboxed development mode.
+    import ctypes
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG

@@ -1,0 +1,283 @@
+"""The warm process of the exercise sandbox, and the child that runs one suite.
+
+It imports torch, pytest and ``grader.testing`` once, then serves ``grade`` requests
+from the worker. Each grade forks a fresh child that stands up its own walls (the
+children's uid, a private /tmp holding the bundle's tests read-only, the system-call
+filter), runs the hidden suite under pytest, and talks to the worker in frames
+(``protocol``). The warm process relays those frames both ways, so the child never
+holds the worker's pipes: when it ends (or is ended), the warm process kills every
+other process of the sandbox and only then says ``ended``. Nothing of one grade is
+left for the next, which may be another course's exercise.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from grader.engine import protocol
+from grader.engine.inside import seccomp, walls, wire
+from grader.engine.inside.walls import IN_SANDBOX, SCRATCH
+
+BUNDLE = os.path.join(SCRATCH, "bundle")
+MAX_FILES = 2000
+
+
+def main() -> None:
+    if SCRATCH == "/tmp" and not IN_SANDBOX:
+        raise SystemExit("outside the sandbox GRADER_SCRATCH must name a private directory")
+    requests, replies = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)  # nothing stray may reach the reply channel
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    walls.become_sandbox_user()
+
+    # After the uid drop, like everything the sandbox runs: the point of being warm.
+    import pytest  # noqa: F401
+    import torch
+
+    import grader.evidence  # noqa: F401
+    import grader.testing  # noqa: F401
+    from grader.suite import harness  # noqa: F401
+    seccomp.compiled()
+    gc.collect()
+    gc.freeze()
+
+    wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
+                               "uid": os.getuid()})
+    while True:
+        if walls.dying:
+            walls.forget_reaped()
+        try:
+            header, blob = wire.read_frame_into(requests, max_header=protocol.MAX_HEADER,
+                                                max_blob=protocol.MAX_BLOB)
+        except wire.Closed:
+            return
+        op = header.get("op")
+        if op == "grade":
+            status = _grade(header, blob, requests, replies)
+            wire.wipe(blob)
+            wire.write_frame(replies, {"event": "ended", **status})
+        elif op == "exit":
+            return
+        else:
+            wire.write_frame(replies, {"event": "ended", "error": f"unknown op {str(op)[:40]!r}"})
+
+
+# ---------------------------------------------------------------- the warm side of a grade
+
+def _grade(header: dict, blob: bytearray, requests: int, replies: int) -> dict:
+    """Fork the child for one grade and relay its frames until it is gone; then end
+    everything it left. Returns how it ended."""
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(req_w)
+            os.close(res_r)
+            _child(req_r, res_w, parent)
+        except BaseException as exc:  # noqa: BLE001 - our bug, not the exercise's: say so
+            os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
+        finally:
+            os._exit(71)
+    os.close(req_r)
+    os.close(res_w)
+    pidfd = os.pidfd_open(pid)
+    status: dict = {"exit": None, "signal": None}
+    try:
+        _relay(header, blob, requests, replies, req_w, res_r, pidfd)
+    finally:
+        for fd in (req_w, res_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        with walls.as_child_user():
+            try:
+                os.kill(pid, signal.SIGKILL)  # gone already, unless it broke the protocol
+            except ProcessLookupError:
+                pass
+        code = _wait(pid, pidfd)
+        os.close(pidfd)
+        if code is not None:
+            if os.WIFSIGNALED(code):
+                status["signal"] = os.WTERMSIG(code)
+            else:
+                status["exit"] = os.WEXITSTATUS(code)
+        _end_grade(pid)
+    return status
+
+
+def _relay(header: dict, blob: bytearray, requests: int, replies: int, req_w: int, res_r: int, pidfd: int) -> None:
+    try:
+        wire.write_frame(req_w, header, blob)
+    except BrokenPipeError:
+        return  # it died already; how is told by its status
+    while True:
+        ready = select.select([res_r, requests, pidfd], [], [])[0]
+        if requests in ready:
+            try:
+                frame, data = wire.read_frame_into(requests, max_header=protocol.MAX_HEADER,
+                                                   max_blob=protocol.MAX_BLOB)
+            except wire.Closed:
+                os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
+            try:
+                wire.write_frame(req_w, frame, data)
+            except BrokenPipeError:
+                pass
+            wire.wipe(data)
+            continue
+        if res_r in ready:
+            try:
+                frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
+            except wire.WireError:
+                return  # closed, or not a frame: the child is done either way
+            if frame.get("event") not in protocol.EVENTS:
+                return  # only we say "ended"
+            wire.write_frame(replies, frame, data)
+            if frame["event"] == "finished":
+                return
+            continue
+        if pidfd in ready:
+            # Gone: pass on what it wrote before it went, if it is whole.
+            while select.select([res_r], [], [], 0)[0]:
+                try:
+                    frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER,
+                                                  max_blob=protocol.MAX_BLOB, deadline=time.monotonic() + 0.5)
+                except wire.WireError:
+                    return
+                if frame.get("event") not in protocol.EVENTS:
+                    return
+                wire.write_frame(replies, frame, data)
+            return
+
+
+def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> int | None:
+    started = time.monotonic()
+    while True:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return code
+        if time.monotonic() - started > seconds:
+            walls.dying.add(pid)
+            return None
+        if IN_SANDBOX and time.monotonic() - started > 0.2:
+            walls.sweep(set())  # whatever holds it back (nothing should) goes
+        select.select([pidfd], [], [], 0.02)
+
+
+def _end_grade(pid: int) -> None:
+    """Nothing of the grade survives it: every other process of the sandbox ends (its
+    files lived in the child's private /tmp); unsandboxed, its session and its folder."""
+    if IN_SANDBOX:
+        walls.sweep(set())
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    shutil.rmtree(BUNDLE, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- the child
+
+def _child(req_r: int, res_w: int, parent: int) -> None:
+    walls.own_session()
+    walls.close_all_but(req_r, res_w)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        request, blob = wire.read_frame(req_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
+    except wire.WireError:
+        os._exit(73)
+    files = _files(request.get("files"), blob)
+    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
+    walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 256 << 20)), parent=parent, folder=BUNDLE,
+                populate=lambda: _write(files))
+    walls.set_limits(cpu_seconds=float(limits.get("cpu_seconds", 120)),
+                     file_bytes=int(limits.get("file_bytes", 64 << 20)),
+                     processes=int(limits.get("processes", 64)))
+    os.chdir(SCRATCH)
+    try:
+        seccomp.install()
+    except OSError as exc:
+        os.write(2, f"sandbox: could not isolate the call (system-call filter: {exc})\n".encode())
+        os._exit(walls.NOT_ISOLATED)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)  # what the tests print goes nowhere: the worker's files are not theirs to fill
+    sys.dont_write_bytecode = True
+    send = _Sender(res_w)
+    send({"event": "isolated"})
+
+    from grader.suite import harness  # imported by the warm process already
+
+    channel = RemoteChannel(req_r, send, source=str(request.get("source", "")),
+                            device=str(request.get("device", "cpu")), probes=request.get("probes") is True)
+    run = harness.run_suite(Path(BUNDLE), channel,
+                            on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}))
+    send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
+          "test_errors": run.test_errors, "logs": run.logs})
+    os._exit(0)
+
+
+def _files(listing, blob: bytearray) -> dict[str, bytes]:
+    """The bundle's files from the request: relative paths inside the bundle, and
+    extents of the blob (the worker's own listing; checked all the same)."""
+    files = {}
+    for item in (listing if isinstance(listing, list) else [])[:MAX_FILES]:
+        if not (isinstance(item, list) and len(item) == 3):
+            continue
+        name, offset, size = item
+        parts = name.split("/") if isinstance(name, str) else []
+        if not parts or any(p in ("", ".", "..") for p in parts) or not isinstance(offset, int) \
+                or not isinstance(size, int) or offset < 0 or size < 0 or offset + size > len(blob):
+            continue
+        files[name] = bytes(blob[offset:offset + size])
+    return files
+
+
+def _write(files: dict[str, bytes]) -> None:
+    root = Path(BUNDLE)
+    root.mkdir()
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+class _Sender:
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __call__(self, header: dict, blob: bytes = b"") -> None:
+        wire.write_frame(self.fd, header, blob)
+
+
+class RemoteChannel:
+    """The ``student`` fixture's way to the submission: each call goes to the worker,
+    which runs it in the student sandbox and sends back what it came to."""
+
+    def __init__(self, requests: int, send: _Sender, *, source: str, device: str, probes: bool):
+        self.requests, self.send = requests, send
+        self.files = {"submission.py": source}
+        self.device = device
+        self.probes = probes
+        self.visible = False  # set by the harness as each test starts
+
+    def call(self, module: str, function: str, args: list, kwargs: dict) -> protocol.CallOutcome:
+        if module == "probes" and not self.probes:
+            raise RuntimeError("this exercise has no probes.py")
+        header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
+        self.send(header, blob)
+        reply, data = wire.read_frame(self.requests, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
+        return protocol.read_outcome(reply, data)

@@ -1,0 +1,175 @@
+"""The exercise sandbox: an exercise's hidden tests run in a sandbox of their own, never
+in the worker that holds the database and broker credentials. Bundles here attack the
+worker the way an uploaded bundle might; each wall must hold, and a bundle that breaks
+the protocol, loops, crashes or exhausts memory is the exercise's failure, never the
+student's score, and leaves the next grade untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader import catalog
+from grader.catalog.check import check
+from grader.engine import exercise_sandbox, grading
+from grader.engine.bwrap import GRADER_PACKAGE
+from grader.engine.grading import grade
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandboxes need the worker to be root (cgroups)")
+
+TESTS = Path(__file__).resolve().parent
+HOSTILE = TESTS / "fixtures" / "exercises" / "hostile-exercise"
+SOLUTION = (HOSTILE / "solution.py").read_text()
+LOOT = "LOOT-7f3a9c"
+
+
+@pytest.fixture
+def worker(monkeypatch):
+    """What a worker holds: its secrets in the environment, its database and instance
+    folder on disk (outside /tmp, which every sandbox replaces with its own)."""
+    home = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="grader-worker-"))
+    instance = home / "instance"
+    instance.mkdir()
+    database = instance / "grader.db"
+    with sqlite3.connect(database) as db:
+        db.execute("create table loot (secret text)")
+        db.execute("insert into loot values (?)", (LOOT,))
+    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{database}?{LOOT}")
+    monkeypatch.setenv("GRADER_SECRET_KEY", LOOT)
+    monkeypatch.setenv("GRADER_REDIS_URL", f"redis://:{LOOT}@127.0.0.1:6379/0")
+    grading.shutdown()  # the sandboxes start anew, from a worker that holds all this
+    yield home
+    grading.shutdown()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def bundle_in(tmp_path: Path, worker: Path, tests: dict[str, str] | None = None,
+              submission_seconds: int = 20) -> catalog.Bundle:
+    """A copy of the hostile exercise that knows where the worker keeps its things;
+    ``tests`` replaces its hidden tests."""
+    folder = tmp_path / "hostile-exercise"
+    shutil.copytree(HOSTILE, folder)
+    if tests is not None:
+        shutil.rmtree(folder / "tests")
+        (folder / "tests").mkdir()
+        for name, text in tests.items():
+            (folder / "tests" / name).write_text(text)
+    toml = folder / "exercise.toml"
+    toml.write_text(toml.read_text().replace("submission_seconds = 20", f"submission_seconds = {submission_seconds}"))
+    (folder / "tests" / "targets.json").write_text(json.dumps({
+        "database": str(worker / "instance" / "grader.db"), "instance": str(worker / "instance"),
+        "outside": str(worker / "written.txt"), "catalogue": str(TESTS.parent / "exercises")}))
+    return catalog.load(folder)
+
+
+def messages(report) -> dict[str, str]:
+    return {t.id.rsplit("::", 1)[-1]: t.message for t in report.tests}
+
+
+# ------------------------------------------------------------------ the walls
+
+def test_every_attempt_of_the_hidden_tests_to_reach_the_worker_is_refused(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker)
+    first = grade(bundle, SOLUTION)
+    assert first.status == "graded", first.message
+    said = messages(first)
+    assert len(said) == 15
+    assert {name: m for name, m in said.items() if not m.startswith("refused:")} == {}
+    assert LOOT not in first.to_json()
+    # What stopped each: the walls, not a missing tool.
+    assert "ConnectionRefused" in said["test_connect_to_postgresql"]
+    assert "ConnectionRefused" in said["test_connect_to_redis"]
+    assert "unreachable" in said["test_reach_the_internet"]
+    assert "Read-only file system" in said["test_write_into_the_bundle"]
+    assert "Read-only file system" in said["test_write_into_the_grader_package"]
+    assert "No such file" in said["test_write_outside_the_scratch_space"]
+    assert "No such file" in said["test_read_other_exercises"]
+    assert "Operation not permitted" in said["test_trace_the_warm_process"]
+    assert not (worker / "written.txt").exists()
+    assert not (bundle.tests_dir / "planted.py").exists() and not (GRADER_PACKAGE / "planted.py").exists()
+    # The grade before left a process running; the next grade finds nothing of it.
+    second = grade(bundle, SOLUTION)
+    assert messages(second)["test_look_for_what_an_earlier_grade_left"].startswith("refused: LookupError")
+
+
+def test_the_bundle_check_fails_and_says_why_when_hidden_tests_reach_for_the_database(tmp_path, worker):
+    tests = {"test_database.py": (
+        "import json, sqlite3\nfrom pathlib import Path\n"
+        "from grader.testing import visible\n\n"
+        "TARGETS = json.loads((Path(__file__).parent / 'targets.json').read_text())\n\n"
+        "@visible\ndef test_uses_the_database(student):\n"
+        "    sqlite3.connect(f\"file:{TARGETS['database']}?mode=ro\", uri=True).execute('select 1')\n"
+        "    assert student.call('grad_2xtx', __import__('torch').ones(2, requires_grad=True)).value is not None\n"
+        "\n@visible\ndef test_plain(student):\n    pass\n")}
+    rows = check(bundle_in(tmp_path, worker, tests))
+    solution = next(r for r in rows if r.subject == "solution" and r.expected == "full marks")
+    assert not solution.ok
+    assert "test_uses_the_database: OperationalError" in solution.actual, solution.actual
+
+
+# ------------------------------------------------------------------ links and sizes
+
+def test_a_linked_file_in_the_tests_is_refused_and_never_read(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker)
+    (bundle.tests_dir / "secret.txt").symlink_to(worker / "instance" / "grader.db")
+    report = grade(bundle, SOLUTION)
+    assert report.status == "internal_error" and report.tests == []
+    assert "tests/secret.txt" in report.message and "link" in report.message
+
+
+def test_a_linked_probes_file_is_refused(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker)
+    (bundle.path / "probes.py").symlink_to(worker / "instance" / "grader.db")
+    with pytest.raises(catalog.CatalogError, match="symbolic link"):
+        grade(bundle, SOLUTION)
+
+
+# ------------------------------------------------------------------ the exercise's failures
+
+OK_TEST = "from grader.testing import visible\n\n@visible\ndef test_ok(student):\n    pass\n"
+
+
+@pytest.mark.parametrize("body, says", [
+    ("import os\n\ndef test_exits(student):\n    os._exit(3)\n",
+     "ended their process before their verdicts (exit status 3)"),
+    ("def test_hoards(student):\n    hoard = bytearray(6 << 30)\n    assert hoard\n",
+     "ran out of memory"),
+    # A forged "ended" written to the result pipe: only the warm process may say that.
+    ("import json, os, struct, time\n\ndef test_forges_the_end(student):\n"
+     "    head = json.dumps({'event': 'ended', 'exit': 0}).encode()\n"
+     "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+     "        try:\n            os.write(fd, struct.pack('>II', len(head), 0) + head)\n"
+     "        except OSError:\n            pass\n    time.sleep(30)\n",
+     "ended their process before their verdicts"),
+    # Verdicts no pytest would give, written past the harness.
+    ("import json, os, struct\n\ndef test_forges_verdicts(student):\n"
+     "    head = json.dumps({'event': 'finished', 'results': [{'id': 'x', 'name': 'x', 'visible': True,"
+     " 'passed': True, 'points': 1e9, 'max_points': 1.0}]}).encode()\n"
+     "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+     "        try:\n            os.write(fd, struct.pack('>II', len(head), 0) + head)\n"
+     "        except OSError:\n            pass\n",
+     "broke the grading protocol (a result's points are out of range)"),
+], ids=["exits", "hoards_memory", "forges_the_end", "forges_verdicts"])
+def test_an_exercise_that_fails_as_a_whole_is_its_failure_and_the_next_grade_is_untouched(
+        tmp_path, worker, body, says):
+    report = grade(bundle_in(tmp_path, worker, {"test_a.py": body}), SOLUTION)
+    assert report.status == "internal_error", (report.status, report.message)
+    assert says in report.message
+    assert report.score == 0 and report.tests == []
+    after = grade(catalog.find("autograd-basics"), (TESTS.parent / "exercises/autograd-basics/solution.py").read_text())
+    assert after.status == "graded" and after.score == after.max_score
+
+
+def test_hidden_tests_that_never_end_are_ended(tmp_path, worker, monkeypatch):
+    monkeypatch.setattr(exercise_sandbox, "SUITE_GRACE_SECONDS", 2)
+    bundle = bundle_in(tmp_path, worker, {"test_loop.py": "def test_loops(student):\n    while True:\n        pass\n"},
+                       submission_seconds=1)
+    report = grade(bundle, SOLUTION)
+    assert report.status == "internal_error" and "did not finish within 3 s" in report.message
+    assert grade(bundle_in(tmp_path / "again", worker, {"test_ok.py": OK_TEST}), SOLUTION).status == "graded"
