@@ -66,6 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="grades of each kind")
     parser.add_argument("--exercise", default="autograd-basics")
+    parser.add_argument("--gap-ms", type=int, default=0,
+                        help="idle time before each grade (a worker between tasks: the exercise "
+                             "sandbox forks its next child then)")
     args = parser.parse_args()
     exercise = catalog.find(args.exercise)
     files = [exercise.file("solution.py")] + sorted((exercise.path / "mutants").glob("*.py"))
@@ -77,10 +80,12 @@ def main() -> None:
     for i in range(args.n):
         source = batch[i % len(batch)]
         for label, run in zip(times, (in_process, sandboxed)):
+            time.sleep(args.gap_ms / 1000)
             started = time.perf_counter()
             run(exercise, source)
             times[label].append((time.perf_counter() - started) * 1000)
-    print(f"exercise {exercise.slug}: {len(batch)} distinct submissions, {Counting.calls / args.n:.1f} calls a grade")
+    print(f"exercise {exercise.slug}: {len(batch)} distinct submissions, {Counting.calls / args.n:.1f} calls a grade, "
+          f"{args.gap_ms} ms idle before each")
     print(f"{'hidden tests run':<36}{'n':>5}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}")
     for label, ms in times.items():
         print(f"{label:<36}{len(ms):>5}{percentile(ms, .5):>10.1f}{percentile(ms, .95):>10.1f}"

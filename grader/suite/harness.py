@@ -38,6 +38,11 @@ class _Collector:
     def _grader_channel(self):
         return self.channel
 
+    def pytest_configure(self, config):
+        # What a failure says is read from its exception, never from pytest's report of it:
+        # the native style spares formatting a long one (which parses every file it names).
+        config.option.tbstyle = "native"
+
     def pytest_collection_modifyitems(self, items):
         self.total = len(items)
         self.items = {item.nodeid: item for item in items}

@@ -41,21 +41,24 @@ def main() -> None:
     walls.become_sandbox_user()
 
     # After the uid drop, like everything the sandbox runs: the point of being warm.
-    import pytest  # noqa: F401
     import torch
 
-    import grader.evidence  # noqa: F401
-    import grader.testing  # noqa: F401
-    from grader.suite import harness  # noqa: F401
     seccomp.compiled()
+    _warm_up()
     gc.collect()
     gc.freeze()
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
                                "uid": os.getuid()})
+    spare: _Child | None = None
     while True:
         if walls.dying:
             walls.forget_reaped()
+        if spare is None and not select.select([requests], [], [], 0)[0]:
+            # While idle, and only after the last grade was swept: nothing untrusted runs
+            # while it waits (it keeps our uid until it reads its grade).
+            spare = _Child()
+            continue
         try:
             header, blob = wire.read_frame_into(requests, max_header=protocol.MAX_HEADER,
                                                 max_blob=protocol.MAX_BLOB)
@@ -63,66 +66,123 @@ def main() -> None:
             return
         op = header.get("op")
         if op == "grade":
-            status = _grade(header, blob, requests, replies)
+            child, spare = spare or _Child(), None
+            _grade(child, header, blob, requests, replies)
             wire.wipe(blob)
-            wire.write_frame(replies, {"event": "ended", **status})
         elif op == "exit":
             return
         else:
             wire.write_frame(replies, {"event": "ended", "error": f"unknown op {str(op)[:40]!r}"})
 
 
+def _warm_up() -> None:
+    """Run a small suite once, here, so that each grade's child does not pay pytest's and
+    the protocol's first-use costs (lazy imports, compiled patterns) afresh."""
+    import torch
+
+    from grader.suite import harness
+
+    folder = Path(SCRATCH) / "warm-up"
+    (folder / "tests").mkdir(parents=True, exist_ok=True)
+    (folder / "tests" / "test_warm_up.py").write_text(WARM_UP_SUITE)
+
+    class Channel:
+        files, device, visible = {"submission.py": ""}, "cpu", False
+
+        def call(self, module, function, args, kwargs):
+            x = torch.ones(2, requires_grad=True)
+            header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
+            protocol.read_call(header, blob)
+            header, blob = protocol.outcome_frame(protocol.CallOutcome("ok", value=2 * x.detach(), args=[x]))
+            return protocol.read_outcome(header, blob)
+
+    before = set(sys.modules)
+    try:
+        harness.run_suite(folder, Channel())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in ("tests", "test_warm_up"):
+                sys.modules.pop(name, None)
+
+
+WARM_UP_SUITE = """
+import torch
+from grader.testing import expect_close, points, visible
+
+@visible
+@points(1)
+def test_warm_up(student):
+    call = student.call("f", torch.ones(2, requires_grad=True))
+    expect_close(call.value, 2 * torch.ones(2), what="f(x)")
+"""
+
+
 # ---------------------------------------------------------------- the warm side of a grade
 
-def _grade(header: dict, blob: bytearray, requests: int, replies: int) -> dict:
-    """Fork the child for one grade and relay its frames until it is gone; then end
-    everything it left. Returns how it ended."""
-    req_r, req_w = os.pipe()
-    res_r, res_w = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(req_w)
-            os.close(res_r)
-            _child(req_r, res_w, parent)
-        except BaseException as exc:  # noqa: BLE001 - our bug, not the exercise's: say so
-            os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
-        finally:
-            os._exit(71)
-    os.close(req_r)
-    os.close(res_w)
-    pidfd = os.pidfd_open(pid)
-    status: dict = {"exit": None, "signal": None}
+class _Child:
+    """A forked child waiting for the one grade it will run."""
+
+    def __init__(self) -> None:
+        req_r, self.req_w = os.pipe()
+        self.res_r, res_w = os.pipe()
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.close(self.req_w)
+                os.close(self.res_r)
+                _child(req_r, res_w, parent)
+            except BaseException as exc:  # noqa: BLE001 - our bug, not the exercise's: say so
+                os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
+            finally:
+                os._exit(71)
+        os.close(req_r)
+        os.close(res_w)
+        self.pidfd = os.pidfd_open(self.pid)
+
+
+def _grade(child: _Child, header: dict, blob: bytearray, requests: int, replies: int) -> None:
+    """Relay the child's frames until it is done or gone; say ``ended``; then end
+    everything it left, before the next request is read."""
+    finished = False
     try:
-        _relay(header, blob, requests, replies, req_w, res_r, pidfd)
+        finished = _relay(header, blob, requests, replies, child.req_w, child.res_r, child.pidfd)
     finally:
-        for fd in (req_w, res_r):
+        for fd in (child.req_w, child.res_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
         with walls.as_child_user():
             try:
-                os.kill(pid, signal.SIGKILL)  # gone already, unless it broke the protocol
+                os.kill(child.pid, signal.SIGKILL)  # done, or it broke the protocol
             except ProcessLookupError:
                 pass
-        code = _wait(pid, pidfd)
-        os.close(pidfd)
-        if code is not None:
-            if os.WIFSIGNALED(code):
-                status["signal"] = os.WTERMSIG(code)
-            else:
-                status["exit"] = os.WEXITSTATUS(code)
-        _end_grade(pid)
-    return status
+        if finished:
+            # Its verdicts are in: how it ended tells nothing more, so say so now, and
+            # let its teardown and the sweep overlap the worker's own work.
+            wire.write_frame(replies, {"event": "ended", "exit": None, "signal": None})
+        code = _wait(child.pid, child.pidfd)
+        os.close(child.pidfd)
+        if not finished:
+            status: dict = {"exit": None, "signal": None}
+            if code is not None:
+                if os.WIFSIGNALED(code):
+                    status["signal"] = os.WTERMSIG(code)
+                else:
+                    status["exit"] = os.WEXITSTATUS(code)
+            wire.write_frame(replies, {"event": "ended", **status})
+        _end_grade(child.pid)
 
 
-def _relay(header: dict, blob: bytearray, requests: int, replies: int, req_w: int, res_r: int, pidfd: int) -> None:
+def _relay(header: dict, blob: bytearray, requests: int, replies: int, req_w: int, res_r: int,
+           pidfd: int) -> bool:
+    """Pass frames both ways until the child is done; whether it finished."""
     try:
         wire.write_frame(req_w, header, blob)
     except BrokenPipeError:
-        return  # it died already; how is told by its status
+        return False  # it died already; how is told by its status
     while True:
         ready = select.select([res_r, requests, pidfd], [], [])[0]
         if requests in ready:
@@ -138,28 +198,32 @@ def _relay(header: dict, blob: bytearray, requests: int, replies: int, req_w: in
             wire.wipe(data)
             continue
         if res_r in ready:
-            try:
-                frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
-            except wire.WireError:
-                return  # closed, or not a frame: the child is done either way
-            if frame.get("event") not in protocol.EVENTS:
-                return  # only we say "ended"
-            wire.write_frame(replies, frame, data)
-            if frame["event"] == "finished":
-                return
+            said = _pass_on(res_r, replies, deadline=None)
+            if said != "event":
+                return said == "finished"
             continue
         if pidfd in ready:
             # Gone: pass on what it wrote before it went, if it is whole.
             while select.select([res_r], [], [], 0)[0]:
-                try:
-                    frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER,
-                                                  max_blob=protocol.MAX_BLOB, deadline=time.monotonic() + 0.5)
-                except wire.WireError:
-                    return
-                if frame.get("event") not in protocol.EVENTS:
-                    return
-                wire.write_frame(replies, frame, data)
-            return
+                said = _pass_on(res_r, replies, deadline=time.monotonic() + 0.5)
+                if said != "event":
+                    return said == "finished"
+            return False
+
+
+def _pass_on(res_r: int, replies: int, deadline: float | None) -> str:
+    """One frame of the child's to the worker: "event", "finished", or "done" when there
+    is none to pass on (the pipe closed, or what came is not an event the child may send:
+    only we say "ended")."""
+    try:
+        frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB,
+                                      deadline=deadline)
+    except wire.WireError:
+        return "done"
+    if frame.get("event") not in protocol.EVENTS:
+        return "done"
+    wire.write_frame(replies, frame, data)
+    return "finished" if frame["event"] == "finished" else "event"
 
 
 def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> int | None:
