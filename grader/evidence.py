@@ -27,7 +27,7 @@ from typing import Any, Callable
 import torch
 
 from grader.engine.inside.wire import TensorState
-from grader.feedback import Hint, StudentError
+from grader.feedback import StudentError, Text, _
 
 BY_HAND, AUTOGRAD_GRAD, COPY, HAND_OR_COPY, UNKNOWN = (
     "by_hand", "autograd_grad", "copy", "by_hand_or_copy", "unknown")
@@ -69,36 +69,26 @@ def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, val
 
 
 _SENTENCES = {
-    BY_HAND: ("{x}.grad is empty: the gradient was worked out by hand "
-              "(a formula), so autograd never stored it.",
-              "{x}.grad가 비어 있습니다. 기울기를 손으로(식으로) 계산해서 autograd가 저장한 "
-              "것이 없습니다."),
-    AUTOGRAD_GRAD: ("{x}.grad is empty: torch.autograd.grad returns the "
-                    "gradients without storing them in {x}.grad.",
-                    "{x}.grad가 비어 있습니다. torch.autograd.grad는 기울기를 반환만 하고 "
-                    "{x}.grad에 저장하지 않습니다."),
-    COPY: ("{x}.grad is empty: backward() ran on a copy of {x} (a "
-           "detached copy or a fresh leaf made from its values), so the gradient landed in the copy's "
-           ".grad, not in the {x} you were given.",
-           "{x}.grad가 비어 있습니다. backward()를 {x}의 복사본(detach한 복사본이나 값으로 새로 "
-           "만든 leaf)에 대해 실행해서 기울기가 받은 {x}가 아니라 복사본의 .grad에 들어갔습니다."),
-    HAND_OR_COPY: ("{x}.grad is empty: either the gradient was worked out "
-                   "by hand, or backward() ran on a copy of {x} (a detached copy or a fresh leaf) instead "
-                   "of the {x} you were given.",
-                   "{x}.grad가 비어 있습니다. 기울기를 손으로 계산했거나, 받은 {x}가 아니라 "
-                   "{x}의 복사본(detach한 복사본이나 새 leaf)에 대해 backward()를 실행했습니다."),
-    UNKNOWN: ("{x}.grad is empty: the gradient was worked out by hand, "
-              "taken with torch.autograd.grad (which does not store it), or backward() ran on a copy of "
-              "{x} instead of the {x} you were given.",
-              "{x}.grad가 비어 있습니다. 기울기를 손으로 계산했거나, 저장하지 않는 "
-              "torch.autograd.grad로 구했거나, 받은 {x}가 아닌 복사본에 대해 backward()를 실행했습니다."),
+    BY_HAND: _("{x}.grad is empty: the gradient was worked out by hand "
+               "(a formula), so autograd never stored it."),
+    AUTOGRAD_GRAD: _("{x}.grad is empty: torch.autograd.grad returns the "
+                     "gradients without storing them in {x}.grad."),
+    COPY: _("{x}.grad is empty: backward() ran on a copy of {x} (a "
+            "detached copy or a fresh leaf made from its values), so the gradient landed in the copy's "
+            ".grad, not in the {x} you were given."),
+    HAND_OR_COPY: _("{x}.grad is empty: either the gradient was worked out "
+                    "by hand, or backward() ran on a copy of {x} (a detached copy or a fresh leaf) instead "
+                    "of the {x} you were given."),
+    UNKNOWN: _("{x}.grad is empty: the gradient was worked out by hand, "
+               "taken with torch.autograd.grad (which does not store it), or backward() ran on a copy of "
+               "{x} instead of the {x} you were given."),
 }
 
 
-def empty_grad_hint(kind: str, fix: tuple[str, str], name: str = "x"):
-    """The one wording of the family's hints: what happened, then the exercise's fix."""
-    en, ko = _SENTENCES[kind]
-    return Hint(en.format(x=name) + " " + fix[0], ko.format(x=name) + " " + fix[1])
+def empty_grad_hint(kind: str, fix, name: str = "x") -> Text:
+    """The one wording of the family's hints: what happened, then the exercise's fix (a
+    Text or an (English, Korean) pair)."""
+    return _SENTENCES[kind].format(x=name) + " " + Text.of(fix)
 
 
 # ------------------------------------------------------------------ the source, as text

@@ -1,32 +1,100 @@
-"""What a failed hidden test says: a message (shown in full for visible tests), a hint,
-and the student's own failures (their code raised, ran out of time, crashed). Hidden tests
-import these from grader.testing; grader.evidence builds hints with them too."""
+"""What a failed hidden test says, and who decides how much of it a student sees.
+
+Every text shown to a student is a :class:`Text`: English, and Korean where there is
+one. An exercise writes its own (``Hint("...", "...")``, ``Mistake(value, "...", "...")``
+or a ``Text``; a plain string is English only). The grader's own words are written in
+English and translated through the same message catalogue as the web pages
+(``grader/translations``), with :func:`_`.
+
+:func:`revealed` is the one place that decides what a failed test shows: a visible
+test's full message; of a hidden one, only what cannot echo a hidden input.
+Hidden tests import these from grader.testing; grader.evidence builds hints with them too.
+"""
 
 from __future__ import annotations
 
 import builtins
+import functools
+import gettext
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.engine.inside.wire import StudentException
 
+LANGUAGES = ("en", "ko")
+_CATALOGUE = Path(__file__).resolve().parent / "translations"
+
 
 @dataclass(frozen=True)
-class Hint:
+class Text:
+    """Words for students in each language: ``en`` always, the others where written."""
+
     en: str
     ko: str | None = None
 
-    def as_dict(self) -> dict[str, str]:
-        return {"en": self.en, **({"ko": self.ko} if self.ko else {})}
+    @classmethod
+    def of(cls, value, ko: str | None = None) -> "Text | None":
+        """A Text from what an author may write: a Text, a string (with ``ko`` beside it),
+        an (English, Korean) pair, or None."""
+        if value is None or isinstance(value, Text):
+            return value
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return cls(str(value[0]), value[1])
+        return cls(str(value), ko)
+
+    def get(self, lang: str) -> str:
+        """The text in ``lang``, else in English."""
+        written = getattr(self, lang) if lang in LANGUAGES else None
+        return written or self.en
+
+    def translations(self) -> dict[str, str]:
+        """The languages other than English that this text has."""
+        return {lang: self.get(lang) for lang in LANGUAGES[1:] if getattr(self, lang)}
+
+    def format(self, **values) -> "Text":
+        """Each language's text with ``values`` filled in (a Text value in the same language)."""
+        def fill(lang: str, template: str) -> str:
+            return template.format(**{k: v.get(lang) if isinstance(v, Text) else v for k, v in values.items()})
+        return Text(fill("en", self.en), fill("ko", self.ko) if self.ko else None)
+
+    def __add__(self, other: "Text | str") -> "Text":
+        other = Text.of(other)
+        ko = self.ko or other.ko
+        return Text(self.en + other.en, (self.get("ko") + other.get("ko")) if ko else None)
+
+    def __str__(self) -> str:
+        return self.en
+
+
+Hint = Text  # a hint is a Text: Hint("English", "한국어")
+
+
+@functools.cache
+def _catalogue(lang: str) -> gettext.NullTranslations:
+    return gettext.translation("messages", localedir=_CATALOGUE, languages=[lang], fallback=True)
+
+
+def _(english: str) -> Text:
+    """The grader's own words, translated through the message catalogue."""
+    translated = {lang: _catalogue(lang).gettext(english) for lang in LANGUAGES[1:]}
+    return Text(english, **{lang: t for lang, t in translated.items() if t != english})
 
 
 class Feedback(AssertionError):
     """A failed check with a message (shown for visible tests) and an optional hint."""
 
-    def __init__(self, message: str, hint: Hint | None = None, message_ko: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.message_ko = message_ko
-        self.hint = hint
+    def __init__(self, message: Text | str, hint: Text | str | None = None, message_ko: str | None = None):
+        self.text = Text.of(message, message_ko)
+        super().__init__(self.text.en)
+        self.hint = Text.of(hint)
+
+    @property
+    def message(self) -> str:
+        return self.text.en
+
+    def shown(self, visible: bool) -> Text | None:
+        """What the student sees of the message: all of it, in a visible test."""
+        return self.text if visible else None
 
 
 _KNOWN_EXCEPTIONS = frozenset(
@@ -39,42 +107,58 @@ class StudentError(Feedback):
     """The student's code did not return: it raised, ran out of time or memory, or exited."""
 
     KINDS = {
-        "exception": ("Your code raised an exception", "코드에서 예외가 발생했습니다"),
-        "timeout": ("Your code ran out of time", "시간 제한을 넘었습니다"),
-        "memory": ("Your code ran out of memory", "메모리 제한을 넘었습니다"),
-        "exit": ("Your code ended its process instead of returning",
-                 "코드가 값을 반환하지 않고 프로세스를 종료했습니다"),
-        "crash": ("The process running your code crashed", "코드를 실행하던 프로세스가 비정상 종료했습니다"),
-        "too_large": ("Your code returned too much data", "반환한 데이터가 너무 큽니다"),
-        "unencodable": ("Your code returned a value that cannot be graded",
-                        "채점할 수 없는 값을 반환했습니다"),
-        "malformed": ("Your code sent back data the grader cannot read",
-                      "코드가 채점기가 읽을 수 없는 데이터를 돌려보냈습니다"),
-        "sandbox": ("The grader could not run your code", "채점기가 코드를 실행하지 못했습니다"),
-        "refused": ("Your submission could not be run", "제출한 코드를 실행할 수 없습니다"),
+        "exception": _("Your code raised an exception"),
+        "timeout": _("Your code ran out of time"),
+        "memory": _("Your code ran out of memory"),
+        "exit": _("Your code ended its process instead of returning"),
+        "crash": _("The process running your code crashed"),
+        "too_large": _("Your code returned too much data"),
+        "unencodable": _("Your code returned a value that cannot be graded"),
+        "malformed": _("Your code sent back data the grader cannot read"),
+        "sandbox": _("The grader could not run your code"),
+        "refused": _("Your submission could not be run"),
     }
+    _WHERE = _("{problem} in {function}()")
+    _DETAIL = _("{problem} in {function}(): {detail}")
 
     def __init__(self, kind: str, function: str, detail: str = "",
                  exception: StudentException | None = None):
-        en, ko = self.KINDS.get(kind, self.KINDS["crash"])
         self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
-        where = f" in {function}()"
-        full = f"{en}{where}" + (f": {detail}" if detail else "")
-        full_ko = f"{function}(): {ko}" + (f" ({detail})" if detail else "")
+        problem = self.KINDS.get(kind, self.KINDS["crash"])
+        full = (self._DETAIL if detail else self._WHERE).format(problem=problem, function=function, detail=detail)
         if exception is not None:
-            full += "\n" + exception.format()
-            full_ko += "\n" + exception.format()
-        super().__init__(full, message_ko=full_ko)
+            full = full + ("\n" + exception.format())
+        super().__init__(full)
 
-    def short(self) -> str:
+    def shown(self, visible: bool) -> Text:
+        return self.text if visible else self.short()
+
+    def short(self) -> Text:
         """What a hidden test may show: no exception message (it could echo hidden inputs)."""
-        en, _ = self.KINDS.get(self.kind, self.KINDS["crash"])
-        line = ""
+        problem = self.KINDS.get(self.kind, self.KINDS["crash"])
+        detail = ""
         if self.exception is not None:
             # The class name is the student's to choose, so only well-known ones are shown.
-            name = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
             # No line number: a submission can raise at a line chosen from the hidden input.
-            line = f": {name}"
+            detail = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
         elif self.kind in ("timeout", "memory", "too_large", "refused"):
-            line = f": {self.detail}"
-        return f"{en} in {self.function}(){line}"
+            detail = self.detail
+        return (self._DETAIL if detail else self._WHERE).format(problem=problem, function=self.function, detail=detail)
+
+
+EXERCISE_BUG = _("The exercise's test itself failed; this is not your mistake and was logged.")
+
+
+def revealed(exc: BaseException | None, visible: bool) -> tuple[Text | None, Text | None, bool]:
+    """What a failed test shows: (message, hint, whether the exercise's own code failed).
+
+    A check that explains itself (Feedback, StudentError) decides its own message; a plain
+    ``assert`` shows its text in a visible test only; any other exception is a bug in the
+    exercise's test, not the student's doing, and says so."""
+    if isinstance(exc, Feedback):
+        return exc.shown(visible), exc.hint, False
+    if isinstance(exc, AssertionError):
+        return (Text(str(exc) or "assertion failed") if visible else None), None, False
+    if exc is not None:
+        return EXERCISE_BUG, None, True
+    return None, None, False

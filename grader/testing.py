@@ -36,10 +36,10 @@ import torch
 
 from grader.engine.inside.wire import TensorState
 from grader.evidence import assigns_grad, empty_grad_hint, why_grad_is_empty
-from grader.feedback import Feedback, Hint, StudentError
+from grader.feedback import Feedback, Hint, StudentError, Text, _
 
 __all__ = [
-    "points", "visible", "hint", "Hint", "Mistake", "Feedback", "StudentError", "Call",
+    "points", "visible", "hint", "Hint", "Text", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
     "expect_gradient", "expect_no_hand_made_grad", "expect_leaf",
 ]
@@ -54,18 +54,24 @@ visible = pytest.mark.visible
 """A visible test: its full message is shown to the student."""
 
 
-def hint(en: str, ko: str | None = None):
+def hint(en: Text | str, ko: str | None = None):
     """The hint shown when this test fails and no more specific one was found."""
-    return pytest.mark.hint(en=en, ko=ko)
+    text = Text.of(en, ko)
+    return pytest.mark.hint(en=text.en, ko=text.ko)
 
 
 @dataclass(frozen=True)
 class Mistake:
-    """A known wrong value, and the misconception that produces it."""
+    """A known wrong value, and the misconception that produces it: ``Mistake(value,
+    "English", "한국어")`` or ``Mistake(value, Text(...))``."""
 
     value: Any  # a tensor, or a callable taking the actual value and returning True
-    en: str
+    en: Text | str
     ko: str | None = None
+
+    @property
+    def hint(self) -> Text:
+        return Text.of(self.en, self.ko)
 
     def matches(self, actual: torch.Tensor, rtol: float, atol: float) -> bool:
         if callable(self.value):
@@ -144,7 +150,7 @@ def describe(value: Any, limit: int = 6) -> str:
 
 
 def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, atol: float = 1e-6,
-                 mistakes: Iterable[Mistake] = (), hint: Hint | None = None, check_dtype: bool = False) -> None:
+                 mistakes: Iterable[Mistake] = (), hint: Text | None = None, check_dtype: bool = False) -> None:
     """Fail with a self-explaining message unless ``actual`` is a tensor close to ``expected``.
 
     When ``actual`` matches one of ``mistakes``, that mistake's hint names the misconception.
@@ -155,17 +161,14 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
     act = _as_tensor(actual)
     if act is None:
         if actual is None:
-            raise Feedback(f"{what} is None; expected {describe(exp)}", hint,
-                           f"{what} 값이 None입니다")
-        raise Feedback(f"{what} should be a tensor, got {describe(actual)}", hint,
-                       f"{what}은(는) 텐서여야 합니다")
+            raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=describe(exp)), hint)
+        raise Feedback(_("{what} should be a tensor, got {got}").format(what=what, got=describe(actual)), hint)
     if tuple(act.shape) != tuple(exp.shape):
-        raise Feedback(f"{what} has shape {tuple(act.shape)}; expected {tuple(exp.shape)}",
-                       _first_match(act, mistakes, rtol, atol) or hint,
-                       f"{what}의 모양이 {tuple(act.shape)}입니다. 기대한 모양: {tuple(exp.shape)}")
+        raise Feedback(_("{what} has shape {shape}; expected {expected}").format(
+            what=what, shape=tuple(act.shape), expected=tuple(exp.shape)), _first_match(act, mistakes, rtol, atol) or hint)
     if check_dtype and act.dtype != exp.dtype:
-        raise Feedback(f"{what} has dtype {act.dtype}; expected {exp.dtype}", hint,
-                       f"{what}의 dtype이 {act.dtype}입니다. 기대한 dtype: {exp.dtype}")
+        raise Feedback(_("{what} has dtype {dtype}; expected {expected}").format(
+            what=what, dtype=act.dtype, expected=exp.dtype), hint)
     if act.is_complex() or exp.is_complex() or not act.dtype.is_floating_point and act.dtype != torch.bool:
         a, e = act.to(torch.complex128 if act.is_complex() else torch.float64), exp.to(
             torch.complex128 if act.is_complex() else torch.float64)
@@ -176,18 +179,15 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
     diff = (a - e).abs()
     finite = diff[torch.isfinite(diff)]
     worst = f"{finite.max().item():.3g}" if finite.numel() else "inf"
-    raise Feedback(
-        f"{what}: expected {describe(exp)}\n  got {describe(act)}\n  max abs difference {worst}",
-        _first_match(act, mistakes, rtol, atol) or hint,
-        f"{what}: 기대값 {describe(exp)}\n  실제값 {describe(act)}\n  최대 절대 오차 {worst}",
-    )
+    raise Feedback(_("{what}: expected {expected}\n  got {got}\n  max abs difference {worst}").format(
+        what=what, expected=describe(exp), got=describe(act), worst=worst), _first_match(act, mistakes, rtol, atol) or hint)
 
 
 def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) -> Hint | None:
     for mistake in mistakes:
         try:
             if mistake.matches(actual, rtol, atol):
-                return Hint(mistake.en, mistake.ko)
+                return mistake.hint
         except (RuntimeError, TypeError, ValueError):
             continue
     return None
@@ -208,7 +208,7 @@ def gradcheck_from_values(plus: Iterable, minus: Iterable, rows: Iterable, *, ep
         for v in values:
             t = _as_tensor(v)
             if t is None or t.dtype != torch.float64:
-                raise Feedback(f"{what} should be float64 tensors; got {describe(v)}")
+                raise Feedback(_("{what} should be float64 tensors; got {got}").format(what=what, got=describe(v)))
             out.append(t.reshape(-1))
         return out
 
@@ -260,7 +260,7 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
     """
     if grad is None:
         hint = empty_grad_hint(why_grad_is_empty(rerun, x, value), fix, name)
-        raise Feedback(f"{what} is None; expected {describe(expected)}", hint, f"{what} 값이 None입니다")
+        raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=describe(expected)), hint)
     expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol,
                  hint=hint)
 
@@ -268,29 +268,27 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
 def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:
     """Fail when ``function`` stores a gradient of its own making into a ``.grad``."""
     if assigns_grad(student.source, function):
-        raise Feedback(f"{function}() assigns a value to a .grad itself; the gradient must be left there by "
-                       "backward()",
-                       Hint(f"{name}.grad was assigned by hand ({name}.grad = ...), not left there by backward(). "
-                            f"Let backward() fill {name}.grad.",
-                            f"{name}.grad에 값을 직접 대입했습니다({name}.grad = ...). backward()가 {name}.grad를 "
-                            "채우게 하세요."),
-                       f"{function}()이 .grad에 직접 값을 대입합니다. 기울기는 backward()가 남겨야 합니다")
+        raise Feedback(_("{function}() assigns a value to a .grad itself; the gradient must be left there by "
+                         "backward()").format(function=function),
+                       _("{name}.grad was assigned by hand ({name}.grad = ...), not left there by backward(). "
+                         "Let backward() fill {name}.grad.").format(name=name))
 
 
-def expect_leaf(state: TensorState, name: str = "x", *, hint: Hint | None = None) -> None:
+def expect_leaf(state: TensorState, name: str = "x", *, hint: Text | None = None) -> None:
     """Fail unless the tensor the student was given came back a leaf that requires grad:
     not replaced, detached, or switched off (the check most exercises make of their x)."""
-    expect_true(state.is_leaf and state.requires_grad, f"{name} is no longer a leaf that requires grad",
-                hint=hint or Hint(f"Do not replace or detach {name}; differentiate with respect to the {name} "
-                                  "you were given.",
-                                  f"{name}를 바꾸거나 detach하지 말고, 받은 {name}에 대해 미분하세요."),
-                message_ko=f"{name}가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_true(state.is_leaf and state.requires_grad,
+                _("{name} is no longer a leaf that requires grad").format(name=name),
+                hint=hint or _("Do not replace or detach {name}; differentiate with respect to the {name} "
+                               "you were given.").format(name=name))
 
 
-def expect_true(condition: bool, message: str, *, hint: Hint | None = None, message_ko: str | None = None):
-    """Fail with ``message`` (and ``hint``) unless ``condition`` holds."""
+def expect_true(condition: bool, message: Text | str, *, hint: Text | str | None = None,
+                message_ko: str | None = None):
+    """Fail with ``message`` (and ``hint``) unless ``condition`` holds. A message or hint is a
+    Text, an (English, Korean) pair, or a string (English only; ``message_ko`` beside it)."""
     if not condition:
-        raise Feedback(message, hint, message_ko)
+        raise Feedback(Text.of(message, message_ko), hint)
 
 
 # ------------------------------------------------------------------ plugin

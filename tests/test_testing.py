@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from grader.engine.inside.wire import StudentException, TensorState
-from grader.testing import (Feedback, Hint, Mistake, StudentError, describe, expect_close, expect_leaf, expect_true,
-                            gradcheck_from_values, hints_for_errors)
+from grader.feedback import EXERCISE_BUG, revealed
+from grader.testing import (Feedback, Hint, Mistake, StudentError, Text, describe, expect_close, expect_leaf,
+                            expect_true, gradcheck_from_values, hints_for_errors)
 
 HALF = Mistake(torch.tensor([1.0, 2.0]), "only half of the gradient", "기울기의 절반만")
 
@@ -20,7 +21,7 @@ def test_a_close_value_passes_and_a_far_one_explains_itself():
     with pytest.raises(Feedback) as failed:
         expect_close(torch.tensor([2.0, 5.0]), torch.tensor([2.0, 4.0]), what="x.grad")
     assert "x.grad: expected" in failed.value.message and "max abs difference 1" in failed.value.message
-    assert failed.value.hint is None and "기대값" in failed.value.message_ko
+    assert failed.value.hint is None and "기대값" in failed.value.text.ko
 
 
 def test_a_value_matching_a_known_mistake_gets_that_mistakes_hint():
@@ -60,7 +61,7 @@ def test_expect_true_fails_with_its_message_and_hint():
     expect_true(True, "never shown")
     with pytest.raises(Feedback) as failed:
         expect_true(False, "x is no longer a leaf", hint=Hint("keep x"), message_ko="x가 leaf가 아닙니다")
-    assert (failed.value.message, failed.value.hint.en, failed.value.message_ko) == (
+    assert (failed.value.message, failed.value.hint.en, failed.value.text.ko) == (
         "x is no longer a leaf", "keep x", "x가 leaf가 아닙니다")
 
 
@@ -80,12 +81,13 @@ def raised(type_: str, message: str) -> StudentError:
 
 def test_a_hidden_tests_short_message_reveals_no_exception_text_and_no_line():
     short = raised("ValueError", "x[0] was 1.7320508").short()
-    assert short == "Your code raised an exception in grad_2xtx(): ValueError"
-    assert "1.73" not in short and "17" not in short
+    assert short.en == "Your code raised an exception in grad_2xtx(): ValueError"
+    assert short.ko == "grad_2xtx(): 코드에서 예외가 발생했습니다 (ValueError)"
+    assert "1.73" not in short.en + short.ko and "17" not in short.en + short.ko
 
 
 def test_an_exception_class_the_student_named_is_not_shown_by_its_name():
-    assert raised("Hidden_x0_is_1_73", "").short().endswith(": an exception")
+    assert raised("Hidden_x0_is_1_73", "").short().en.endswith(": an exception")
 
 
 def test_a_visible_tests_message_shows_the_whole_exception():
@@ -131,3 +133,35 @@ def test_gradcheck_from_values_refuses_data_that_is_not_a_jacobian():
     assert "shapes of a Jacobian" in gradcheck_from_values(plus, minus, rows[:1], eps=1e-6)
     with pytest.raises(Feedback, match="float64"):
         gradcheck_from_values([p.float() for p in plus], minus, rows, eps=1e-6)
+
+
+# ------------------------------------------------------------------ words, and what is shown
+
+@pytest.mark.parametrize("written", [Text("keep x", "x를 지키세요"), ("keep x", "x를 지키세요"),
+                                     Hint("keep x", "x를 지키세요")])
+def test_one_text_type_is_accepted_wherever_words_are_written(written):
+    with pytest.raises(Feedback) as failed:
+        expect_true(False, written, hint=written)
+    assert failed.value.text == failed.value.hint == Text("keep x", "x를 지키세요")
+    assert Mistake(torch.ones(1), written).hint == Text("keep x", "x를 지키세요")
+    assert Text.of("English only").get("ko") == "English only"
+
+
+def test_the_graders_own_words_come_in_korean_from_the_message_catalogue():
+    error = StudentError("timeout", "train", "time limit exceeded (5 s per call)")
+    assert error.text.en == "Your code ran out of time in train(): time limit exceeded (5 s per call)"
+    assert error.text.ko == "train(): 시간 제한을 넘었습니다 (time limit exceeded (5 s per call))"
+    with pytest.raises(Feedback) as failed:
+        expect_leaf(TensorState(torch.ones(2), requires_grad=False), "w1")
+    assert failed.value.text.ko == "w1가 더 이상 기울기를 요구하는 leaf가 아닙니다"
+
+
+def test_what_a_failed_test_shows_is_decided_in_one_place():
+    feedback = Feedback("x.grad: expected 4, got 5", Hint("half"))
+    assert revealed(feedback, visible=True) == (feedback.text, Hint("half"), False)
+    assert revealed(feedback, visible=False) == (None, Hint("half"), False)  # the message may echo inputs
+    error = raised("ValueError", "x[0] was 1.7320508")
+    assert revealed(error, visible=False)[0] == error.short()
+    assert revealed(AssertionError("x is 1.73"), visible=False) == (None, None, False)
+    assert revealed(AssertionError("x is 1.73"), visible=True)[0] == Text("x is 1.73")
+    assert revealed(KeyError("oops"), visible=True) == (EXERCISE_BUG, None, True)

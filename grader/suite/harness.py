@@ -15,6 +15,7 @@ from typing import Callable
 import pytest
 
 from grader.engine.report import TestResult, coarse_ms
+from grader.feedback import Text, revealed
 from grader.engine.protocol import SuiteRun
 
 # Plugins a hidden suite never needs; each costs time on every grade.
@@ -88,36 +89,21 @@ class _Collector:
         if passed:
             return result
         excinfo = next((exc for rep, exc in phases.values() if rep.failed and exc is not None), None)
-        default_hint = item.get_closest_marker("hint")
-        hint = {}
-        if default_hint:
-            hint = {"en": default_hint.kwargs.get("en"), "ko": default_hint.kwargs.get("ko")}
         exc = excinfo.value if excinfo is not None else None
-        if exc is not None and hasattr(exc, "hint") and hasattr(exc, "message"):
-            # grader.testing.Feedback (or StudentError): a check that explains itself.
-            if exc.hint is not None:
-                hint = {"en": exc.hint.en, "ko": exc.hint.ko}
-            if visible:
-                result.message = exc.message
-                if getattr(exc, "message_ko", None):
-                    result.i18n.setdefault("ko", {})["message"] = exc.message_ko
-            elif hasattr(exc, "short"):
-                result.message = exc.short()
-        elif isinstance(exc, AssertionError):
-            if visible:
-                result.message = str(exc) or "assertion failed"
-        elif exc is not None:
-            # A bug in the exercise's own test, not the student's doing.
+        message, hint, exercise_bug = revealed(exc, visible)
+        marker = item.get_closest_marker("hint")
+        hint = hint or (Text.of(marker.kwargs.get("en"), marker.kwargs.get("ko")) if marker else None)
+        if exercise_bug:
             name = type(exc).__name__
             self.run.test_errors.append(f"{item.nodeid}: {name}")
             if len(self.run.logs) < 20:
                 text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                 self.run.logs.append(f"test {item.nodeid} raised {name}:\n{text[-4000:]}")
-            result.message = "The exercise's test itself failed; this is not your mistake and was logged."
-        if hint.get("en"):
-            result.hint = hint["en"]
-        if hint.get("ko"):
-            result.i18n.setdefault("ko", {})["hint"] = hint["ko"]
+        for field, text in (("message", message), ("hint", hint)):
+            if text is not None:
+                setattr(result, field, text.en)
+                for lang, words in text.translations().items():
+                    result.i18n.setdefault(lang, {})[field] = words
         return result
 
 

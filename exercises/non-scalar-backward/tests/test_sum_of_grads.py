@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors, points,
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_leaf, hints_for_errors, points,
                             visible)
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar, without an argument. PyTorch makes the "
@@ -78,8 +78,7 @@ def test_sum_of_grads_left_in_x_grad(student):
     after = call.args[0]
     expect_gradient(after.grad, 2 * x.detach(), what="x.grad", mistakes=mistakes(x), rerun=rerun(student), x=x,
                     value=call.value, fix=FIX)
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_leaf(after, hint=STILL_LEAF)
 
 
 @points(1)

@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, StudentError, expect_close, expect_gradient, expect_true,
+from grader.testing import (Feedback, Hint, Mistake, StudentError, expect_close, expect_gradient, expect_leaf,
                             hints_for_errors, points, visible)
 
 
@@ -207,5 +207,4 @@ def test_vjp_left_in_x_grad(student):
     expect_gradient(after.grad, expected("cumsum_squared", x, v), what="x.grad",
                     mistakes=mistakes("cumsum_squared", x, v), value=call.value, x=x, fix=FIX,
                     rerun=lambda other: run(student, "run_vjp", "cumsum_squared", other, v))
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_leaf(after, hint=STILL_LEAF)

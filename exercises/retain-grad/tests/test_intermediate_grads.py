@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_true, hints_for_errors,
+from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf, hints_for_errors,
                             points, visible)
 
 NOT_RETAINED = Hint("a.grad and b.grad are None. a and b are not leaves (they were computed from x), and "
@@ -135,8 +135,7 @@ def test_x_grad_left_in_x(student):
         expect_close(after.grad, 12 * torch.ones(5), what="x.grad", hint=CUT)
     expect_gradient(after.grad, 12 * torch.ones(5), what="x.grad", rerun=rerun(student), x=x, value=call.value,
                     fix=FIX)
-    expect_true(after.is_leaf and after.requires_grad, "x is no longer a leaf that requires grad",
-                hint=STILL_LEAF, message_ko="x가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+    expect_leaf(after, hint=STILL_LEAF)
 
 
 @points(2)

@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Feedback, Hint, Mistake, TensorState, expect_close, expect_true, hints_for_errors,
+from grader.testing import (Feedback, Hint, Mistake, TensorState, expect_close, expect_leaf, hints_for_errors,
                             points, visible)
 
 REBOUND = Hint("The caller's w1 and w2 did not change: the update rebinds the names (w1 = w1 - ...) and "
@@ -51,6 +51,11 @@ GRAPH = Hint("The losses you returned are tensors that still carry their graph: 
 
 A_LIST = Hint("Return a Python list with one float per step (loss.item() gives a float).",
               "단계마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
+
+STILL_LEAF = Hint("Keep the weights leaves that require grad: update their values in place inside "
+                  "torch.no_grad(), and do not detach them or switch requires_grad off.",
+                  "가중치가 기울기를 요구하는 leaf로 남게 하세요. torch.no_grad() 안에서 값만 제자리로 "
+                  "갱신하고, detach하거나 requires_grad를 끄지 마세요.")
 
 ERRORS = {
     "leaf Variable that requires grad": NO_GRAD,
@@ -141,13 +146,7 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
                         Mistake(no_zero[index - 1], NO_ZERO.en, NO_ZERO.ko)]
             expect_close(after, reference, what=f"{name} after the call", rtol=1e-4, atol=1e-5,
                          mistakes=mistakes, check_dtype=check_dtype)
-            expect_true(after.is_leaf and after.requires_grad,
-                        f"{name} is no longer a leaf that requires grad", hint=Hint(
-                            "Keep the weights leaves that require grad: update their values in place inside "
-                            "torch.no_grad(), and do not detach them or switch requires_grad off.",
-                            "가중치가 기울기를 요구하는 leaf로 남게 하세요. torch.no_grad() 안에서 값만 제자리로 "
-                            "갱신하고, detach하거나 requires_grad를 끄지 마세요."),
-                        message_ko=f"{name}가 더 이상 기울기를 요구하는 leaf가 아닙니다")
+            expect_leaf(after, name, hint=STILL_LEAF)
 
 
 @visible
