@@ -26,7 +26,7 @@ class Exercise(Base):
     functions: Mapped[list] = mapped_column(JSON, default=list)
     published: Mapped[bool] = mapped_column(Boolean, default=True)
     # The upload it is graded with; None: the catalogue folder on disk.
-    upload_id: Mapped[int | None] = mapped_column("bundle_id", ForeignKey("bundles.id"))
+    upload_id: Mapped[int | None] = mapped_column(ForeignKey("uploads.id"))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
     def publish(self, bundle: Bundle, max_score: float, *, upload_id: int | None = None) -> None:
@@ -49,7 +49,7 @@ class Upload(Base):
     """A bundle an instructor uploaded as a zip: kept so that every worker grades with
     the same files, with what the check made of it."""
 
-    __tablename__ = "bundles"
+    __tablename__ = "uploads"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(String(100), index=True)

@@ -1,0 +1,72 @@
+"""Migrations that move data, run on both databases from the revision before them."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from grader import db
+from tests.conftest import POSTGRES_ADMIN
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    import psycopg
+
+    name = f"grader_migration_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not reachable at 127.0.0.1:5432: {exc}")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def migrate(url: str, to: str, down: bool = False) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(db.MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url)
+    (command.downgrade if down else command.upgrade)(config, to)
+
+
+def test_uploads_keep_their_rows_and_links_when_the_table_takes_its_name(empty_database):
+    url = empty_database
+    migrate(url, "0005")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO bundles (slug, version, device, archive, sha256, status, uploaded_at) "
+                          "VALUES ('grad-of-cubes', 2, 'cpu', :zip, 'h', 'published', '2026-01-01')"), {"zip": b"PK"})
+        conn.execute(text("INSERT INTO exercises (slug, version, title, device, max_score, functions, published,"
+                          " bundle_id, updated_at) SELECT 'grad-of-cubes', 2, '{}', 'cpu', 6, '[]', true, id,"
+                          " '2026-01-01' FROM bundles"))
+    engine.dispose()
+    migrate(url, "head")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        linked = conn.execute(text("SELECT e.slug, u.version, u.archive FROM exercises e "
+                                   "JOIN uploads u ON u.id = e.upload_id")).all()
+        assert [tuple(r) for r in linked] == [("grad-of-cubes", 2, b"PK")]
+        assert [i["name"] for i in inspect(conn).get_indexes("uploads")] == ["ix_uploads_slug"]
+        # New rows still get ids of their own.
+        conn.execute(text("INSERT INTO uploads (slug, version, device, archive, sha256, status, uploaded_at) "
+                          "VALUES ('other', 1, 'cpu', :zip, 'h', 'checking', '2026-01-02')"), {"zip": b"PK"})
+        assert conn.execute(text("SELECT COUNT(DISTINCT id) FROM uploads")).scalar() == 2
+    engine.dispose()
+    migrate(url, "0005", down=True)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        back = conn.execute(text("SELECT e.slug FROM exercises e JOIN bundles b ON b.id = e.bundle_id")).all()
+        assert [tuple(r) for r in back] == [("grad-of-cubes",)]
+    engine.dispose()
