@@ -29,8 +29,8 @@ import torch
 from grader.engine.inside.wire import TensorState
 from grader.feedback import StudentError, Text, _
 
-BY_HAND, AUTOGRAD_GRAD, COPY, HAND_OR_COPY, UNKNOWN = (
-    "by_hand", "autograd_grad", "copy", "by_hand_or_copy", "unknown")
+BY_HAND, AUTOGRAD_GRAD, COPY, HAND_OR_COPY, UNKNOWN, LIBRARY = (
+    "by_hand", "autograd_grad", "copy", "by_hand_or_copy", "unknown", "library")
 
 
 def _carries_graph(value: Any) -> bool:
@@ -48,12 +48,15 @@ def _error_text(err) -> str:
     return f"{exc.type}: {exc.message}" if exc is not None else str(getattr(err, "detail", ""))
 
 
-def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, value: Any = None) -> str:
+def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, value: Any = None,
+                      source: str = "") -> str:
     """Which member of the empty-gradient family the submission is, from evidence.
 
     ``rerun(x2)`` calls the student's code again as the test did, with ``x2`` in place of
     ``x``, and returns the Call (or raises the StudentError). ``value`` is what the
     original call returned. Costs at most two calls, made only when a test already fails.
+    ``source`` (the submission's text, parsed, never run) tells a copy made by
+    torch.autograd.functional or torch.func from one the student made.
     """
     if _carries_graph(value):
         return BY_HAND
@@ -64,7 +67,8 @@ def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, val
     try:
         rerun(x.detach().round().to(torch.int64))
     except StudentError as err:
-        return COPY if "can require gradients" in _error_text(err) else HAND_OR_COPY
+        kind = COPY if "can require gradients" in _error_text(err) else HAND_OR_COPY
+        return LIBRARY if uses_derivative_library(source) else kind
     return BY_HAND
 
 
@@ -79,6 +83,8 @@ _SENTENCES = {
     HAND_OR_COPY: _("{x}.grad is empty: either the gradient was worked out "
                     "by hand, or backward() ran on a copy of {x} (a detached copy or a fresh leaf) instead "
                     "of the {x} you were given."),
+    LIBRARY: _("{x}.grad is empty: torch.autograd.functional (or torch.func) differentiates its own copy "
+               "of {x} and returns the result; it never stores a gradient in {x}.grad."),
     UNKNOWN: _("{x}.grad is empty: the gradient was worked out by hand, "
                "taken with torch.autograd.grad (which does not store it), or backward() ran on a copy of "
                "{x} instead of the {x} you were given."),
@@ -100,6 +106,40 @@ def _function(source: str, name: str) -> ast.FunctionDef | None:
         return None
     found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     return found[0] if found else None
+
+
+_LIBRARIES = ("torch.autograd.functional", "torch.func", "functorch")
+
+
+def uses_derivative_library(source: str) -> bool:
+    """Whether the source reaches for torch's ready-made derivatives (jacobian, vjp, jacrev...)
+    by name: ``torch.autograd.functional.jacobian``, ``from torch.func import vjp`` and the like."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            named = [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+        elif isinstance(node, ast.Import):
+            named = [a.name for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            named = [_dotted(node)]
+        else:
+            continue
+        if any(n == lib or n.startswith(lib + ".") for n in named for lib in _LIBRARIES):
+            return True
+    return False
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def assigns_grad(source: str, function: str) -> bool:

@@ -259,7 +259,7 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
     ``hint`` is for a gradient that is there but wrong and matches none of ``mistakes``.
     """
     if grad is None:
-        hint = empty_grad_hint(why_grad_is_empty(rerun, x, value), fix, name)
+        hint = empty_grad_hint(why_grad_is_empty(rerun, x, value, source=_graded.get("source", "")), fix, name)
         raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=describe(expected)), hint)
     expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol,
                  hint=hint)
@@ -299,9 +299,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "hint(en, ko): hint shown when this test fails")
 
 
+# The submission under test: one per grade (each grade is a process of its own), for the
+# checks that read its source as evidence without every test passing it along.
+_graded: dict[str, str] = {}
+
+
 @pytest.fixture
 def student(_grader_channel) -> Student:
-    return Student(_grader_channel)
+    graded = Student(_grader_channel)
+    _graded["source"] = graded.source
+    return graded
 
 
 @pytest.fixture(autouse=True)

@@ -165,3 +165,19 @@ def test_what_a_failed_test_shows_is_decided_in_one_place():
     assert revealed(AssertionError("x is 1.73"), visible=False) == (None, None, False)
     assert revealed(AssertionError("x is 1.73"), visible=True)[0] == Text("x is 1.73")
     assert revealed(KeyError("oops"), visible=True) == (EXERCISE_BUG, None, True)
+
+
+@pytest.mark.parametrize("source, uses", [
+    ("import torch\ndef vjp(f, x, v):\n    return torch.autograd.functional.vjp(f, x, v)[1]\n", True),
+    ("from torch.autograd.functional import jacobian\n", True),
+    ("from torch.autograd import functional as F\n", True),
+    ("import torch.func as tf\n", True),
+    ("from torch.func import jacrev\n", True),
+    ("import torch\ndef vjp(f, x, v):\n    y = f(x)\n    y.backward(v)\n    return x.grad\n", False),
+    ("import torch.nn.functional as F\n", False),
+    ("def broken(:\n", False),
+])
+def test_the_derivative_libraries_are_recognised_by_name_in_the_source(source, uses):
+    from grader.evidence import uses_derivative_library
+
+    assert uses_derivative_library(source) is uses

@@ -310,7 +310,9 @@ def diagnose(spec, records, expected):
                        f"{lies[0] + 1}번째 스텝에서 step()의 반환값이 실제 동작과 다릅니다")
 
 
-def check_steps(student, spec):
+def check_steps(student, spec, initial_too: bool = False):
+    """Run ``spec`` and check every step. ``initial_too``: also the scale before the first
+    step (one test checks it, so that a scaler that sets it late loses that test alone)."""
     result = student.probe("run_scaler", spec).value
     records = result["records"]
     expected = trusted_run(spec)
@@ -324,9 +326,14 @@ def check_steps(student, spec):
 
     init_scale = spec["scaler"].get("init_scale", 2.0**16)
     # Not a number at all is A_NUMBER's mistake; a number other than init_scale is INITIAL's.
-    initial = number(result["initial_scale"], "get_scale() before the first step")
-    expect_close(torch.tensor(initial), torch.tensor(init_scale), what="get_scale() before the first step",
-                 hint=INITIAL)
+    reported = result["initial_scale"]
+    # Elsewhere the scaler's own first scale, where it tells one, so that scale(loss) is held
+    # to the scaler's own number; one that starts elsewhere fails by its scales after update().
+    initial = float(reported) if type(reported) in (int, float) else init_scale
+    if initial_too:
+        initial = number(result["initial_scale"], "get_scale() before the first step")
+        expect_close(torch.tensor(initial), torch.tensor(init_scale), what="get_scale() before the first step",
+                     hint=INITIAL)
 
     # scale(loss) multiplies by the scaler's own current scale
     own = [initial] + [number(r["scale"], "get_scale()") for r in records[:-1]]
@@ -341,9 +348,12 @@ def check_steps(student, spec):
     right = expected["scales"][1:]
     no_backoff = Mistake(lambda t: bool((t[1:] >= t[:-1]).all()) and bool((right[1:] < right[:-1]).any()),
                          *NO_BACKOFF)
+    # The right rule from the wrong start: the scaler began at another scale than init_scale.
+    elsewhere = Mistake(lambda t: initial != init_scale and bool(torch.allclose(
+        t.double(), right.double() * (initial / init_scale), rtol=1e-6, atol=0)), INITIAL)
     expect_close(scales, right, what="the scale after each update()", rtol=1e-6, atol=0,
                  mistakes=[like(lambda name=name: known(name)["scales"][1:], hint, 1e-6, 0)
-                           for name, hint in SCALE_MISTAKES.items()] + [no_backoff])
+                           for name, hint in SCALE_MISTAKES.items()] + [no_backoff, elsewhere])
 
     stepped = torch.tensor([flag(r["stepped"]) for r in records])
     expect_close(stepped, expected["stepped"], what="what step() returned (1 = True, 0 = False)",
@@ -377,7 +387,7 @@ def test_clean_steps_match_torch(student):
     """
     spec = make_spec(seed=5, sizes=[3, 2], samples=6, lr=0.1,
                      scaler={"init_scale": 2.0**10, "growth_interval": 2}, steps=[step() for _ in range(5)])
-    check_steps(student, spec)
+    check_steps(student, spec, initial_too=True)
 
 
 @points(2)

@@ -49,6 +49,12 @@ LEAF_FACTS = Hint("Only x, which you did not compute from anything, is a leaf; a
                   "x가 기울기를 요구하므로 a와 b도 기울기를 요구합니다. 각 값을 텐서에서 직접 읽으세요: "
                   "t.is_leaf, t.requires_grad.")
 
+COPIED_X = Hint("The x you reported was made inside graph_facts from the x you were given (x.clone() or another "
+                "operation on it), so it has a grad_fn and is no leaf. Report the facts of the x you were given: "
+                "reading t.is_leaf or t.grad_fn does not change it.",
+                "보고한 x는 graph_facts 안에서 받은 x로부터 만든 텐서(x.clone() 등)라서 grad_fn이 있고 leaf가 "
+                "아닙니다. 받은 x의 값을 보고하세요. t.is_leaf나 t.grad_fn을 읽어도 x는 바뀌지 않습니다.")
+
 ERRORS = {"Backward0 cannot be graded": OBJECT, "AccumulateGrad cannot be graded": OBJECT}
 
 
@@ -64,6 +70,9 @@ def facts_of(call):
 
 
 def hint_for(name, key, got, facts):
+    made = facts["x"].get("grad_fn")
+    if name == "x" and isinstance(made, str) and made.endswith("Backward0"):
+        return COPIED_X  # the facts of a tensor computed from x: the student's own copy of it
     if key == "grad_fn":
         if isinstance(got, str) and got.startswith("<") and "object at" in got:
             return REPR

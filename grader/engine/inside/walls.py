@@ -23,6 +23,8 @@ import shutil
 import signal
 from typing import Callable
 
+from .seccomp import ARCHES
+
 # Inside bubblewrap this is the sandbox's private tmpfs. Unsandboxed (development
 # mode) it is a fresh directory of its own: never the host's /tmp, which we empty.
 SCRATCH = os.environ.get("GRADER_SCRATCH", "/tmp")
@@ -93,8 +95,6 @@ class as_child_user:
 def join_new_keyring() -> int:
     """A fresh, empty session keyring: the worker's (systemd, a container runtime) and
     an earlier child's keys are out of reach."""
-    from .seccomp import ARCHES
-
     numbers = ARCHES.get(platform.machine(), (0, {}, None))[1]
     if "keyctl" not in numbers:
         return -1
