@@ -1,5 +1,6 @@
 """Exercise bundles: malformed ones are refused with a clear reason; every real one checks out."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -37,6 +38,9 @@ def make_bundle(tmp_path, toml):
     return bundle
 
 
+LIMITED = 'slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n[limits]\n'
+
+
 @pytest.mark.parametrize("toml, words", [
     ('version = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n', "missing required key 'slug'"),
     ('slug = "Bad Slug"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n', "lowercase"),
@@ -44,7 +48,14 @@ def make_bundle(tmp_path, toml):
     ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\ndevice = "tpu"\n', "device must be one of"),
     ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["not a name"]\n', "Python names"),
     ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n[limits]\nwall = 3\n', "unknown limits"),
-    ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n[limits]\nmemory_mb = -1\n', "positive"),
+    ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n[limits]\nmemory_mb = -1\n', "above 0"),
+    # Limits that once crashed a grade, stalled a worker or had it copy gigabytes.
+    (LIMITED + "memory_mb = 1.5\n", "memory_mb must be a whole number above 0 and at most 8192, not 1.5"),
+    (LIMITED + "output_kb = 1e15\n", "output_kb must be a whole number"),
+    (LIMITED + "submission_seconds = 1e300\n", "submission_seconds must be a number of seconds above 0 and at most 600"),
+    (LIMITED + "call_seconds = nan\n", "call_seconds must be"),
+    (LIMITED + "result_mb = 3000\n", "result_mb must be a whole number above 0 and at most 256"),
+    (LIMITED + "processes = true\n", "processes must be a whole number"),
     ('slug = "s"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n[sandbox]\nblock = ["x; rm"]\n', "dotted"),
     ("slug = [", "not valid TOML"),
 ])
@@ -62,6 +73,25 @@ def test_a_bundle_without_tests_or_solution_is_refused(tmp_path):
     (bundle / "solution.py").write_text("")
     with pytest.raises(catalog.CatalogError, match="tests/"):
         catalog.load(bundle)
+
+
+@pytest.mark.parametrize("name", ["README.md", "probes.py", "tests"])
+def test_a_bundles_files_are_its_own_never_links_to_the_workers(tmp_path, name):
+    # A link could name any file the worker can read: /proc/self/environ holds its secrets.
+    bundle = shutil.copytree(BASICS, tmp_path / "bundle")
+    target = bundle / name
+    shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+    target.symlink_to("/proc/self/environ" if name != "tests" else EXERCISES / "detach" / "tests")
+    with pytest.raises(catalog.CatalogError, match="link|cannot be read as a file of the bundle"):
+        loaded = catalog.load(bundle)
+        loaded.statement(), loaded.probes
+
+
+def test_a_fifo_in_a_bundle_is_refused_without_blocking(tmp_path):
+    bundle = shutil.copytree(BASICS, tmp_path / "bundle")
+    os.mkfifo(bundle / "probes.py")
+    with pytest.raises(catalog.CatalogError, match="probes.py: is not a regular file"):
+        catalog.load(bundle).probes
 
 
 def test_an_unknown_slug_lists_the_known_ones():

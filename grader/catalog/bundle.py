@@ -12,8 +12,11 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import shutil
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,44 @@ def is_slug(value) -> bool:
 
 class CatalogError(ValueError):
     """An exercise bundle is missing or malformed; the message says what and where."""
+
+
+MAX_FILE_BYTES = 4 << 20  # any one file of a bundle that the service reads as text
+
+
+def read_own(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A bundle's own file as text. Only a regular file within ``limit`` bytes: never a
+    link (it could name any file of the worker's, /proc/self/environ included), a FIFO
+    (it would block the worker) or a device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot be read as a file of the bundle ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CatalogError(f"{path}: is not a regular file")
+        if info.st_size > limit:
+            raise CatalogError(f"{path}: is larger than {limit >> 20} MiB")
+        data = fh.read(limit + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: is not UTF-8 text") from None
+
+
+def _own_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file of the bundle's own (not a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+# Each limit: whole numbers where they size memory, and at most this much, so that an
+# exercise cannot hold a worker for hours or have it copy gigabytes.
+LIMIT_BOUNDS = {"call_seconds": (float, 60), "submission_seconds": (float, 600), "memory_mb": (int, 8192),
+                "output_kb": (int, 1024), "result_mb": (int, 256), "file_mb": (int, 1024), "processes": (int, 256)}
 
 
 @dataclass(frozen=True)
@@ -65,37 +106,37 @@ class Bundle:
     @property
     def probes(self) -> str | None:
         probes = self.path / "probes.py"
-        if probes.is_symlink():
-            # It goes into the student sandbox: a link could name any file of the worker's.
-            raise CatalogError(f"{probes}: is a symbolic link; a bundle's files must be its own")
-        return probes.read_text(encoding="utf-8") if probes.exists() else None
+        return read_own(probes) if os.path.lexists(probes) else None
 
     def file(self, name: str) -> Path:
         return self.path / name
+
+    def read(self, name: str) -> str:
+        """One of the bundle's own files as text (see :func:`read_own`)."""
+        return read_own(self.path / name)
 
     LANGUAGES = ("en", "ko")  # README.md is English; README.<lang>.md the others
 
     def statement(self, lang: str = "en") -> str:
         """The statement in `lang`, else in English."""
         localized = self.path / f"README.{lang}.md"
-        return (localized if lang != "en" and localized.exists() else self.path / "README.md").read_text(
-            encoding="utf-8")
+        return read_own(localized if lang != "en" and os.path.lexists(localized) else self.path / "README.md")
 
     def statements(self) -> dict[str, str | None]:
         """The statement in each language, None where the bundle has none in it."""
         found = {lang: self.path / f"README.{lang}.md" for lang in self.LANGUAGES if lang != "en"}
         return {"en": self.statement("en"),
-                **{lang: path.read_text(encoding="utf-8") if path.is_file() else None for lang, path in found.items()}}
+                **{lang: read_own(path) if os.path.lexists(path) else None for lang, path in found.items()}}
 
 
 def load(path: str | Path) -> Bundle:
     """Load and validate one bundle folder."""
     path = Path(path).resolve()
     meta_file = path / "exercise.toml"
-    if not meta_file.is_file():
+    if not os.path.lexists(meta_file):
         raise CatalogError(f"{path}: no exercise.toml; an exercise bundle is a folder with one")
     try:
-        meta = tomllib.loads(meta_file.read_text(encoding="utf-8"))
+        meta = tomllib.loads(read_own(meta_file))
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{meta_file}: not valid TOML ({exc})") from None
 
@@ -127,16 +168,20 @@ def load(path: str | Path) -> Bundle:
     if unknown:
         raise CatalogError(f"{meta_file}: unknown limits {sorted(unknown)}; known: {sorted(known)}")
     for key, value in limits_table.items():
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise CatalogError(f"{meta_file}: limits.{key} must be a positive number")
+        kind, most = LIMIT_BOUNDS[key]
+        number = type(value) is int or (kind is float and type(value) is float and math.isfinite(value))
+        if not number or not 0 < value <= most:
+            what = "a whole number" if kind is int else "a number of seconds"
+            raise CatalogError(f"{meta_file}: limits.{key} must be {what} above 0 and at most {most}, not {value!r}")
     block = meta.get("sandbox", {}).get("block", [])
     if not all(isinstance(b, str) and re.match(r"^[A-Za-z_][\w.]*$", b) for b in block):
         raise CatalogError(f"{meta_file}: sandbox.block must list dotted names such as 'torch.func'")
     for required in ("README.md", "starter.py", "solution.py"):
-        if not (path / required).is_file():
-            raise CatalogError(f"{path}: missing {required}")
-    if not (path / "tests").is_dir() or not any((path / "tests").glob("test_*.py")):
-        raise CatalogError(f"{path}: tests/ must hold at least one test_*.py")
+        if not _own_file(path / required):
+            raise CatalogError(f"{path}: missing {required} (a file of the bundle's own, not a link)")
+    tests = path / "tests"
+    if tests.is_symlink() or not tests.is_dir() or not any(_own_file(t) for t in tests.glob("test_*.py")):
+        raise CatalogError(f"{path}: tests/ must be a folder (not a link) holding at least one test_*.py")
     return Bundle(slug=slug, version=version, path=path, title=dict(title), device=device,
                     functions=tuple(functions), limits=BundleLimits(**limits_table), block=tuple(block))
 

@@ -35,7 +35,7 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     def row(subject, expected, actual, ok):
         rows.append(CheckRow(bundle.slug, subject, expected, actual, bool(ok)))
 
-    solution = bundle.file("solution.py").read_text(encoding="utf-8")
+    solution = bundle.read("solution.py")
     first, second = grade(bundle, solution), grade(bundle, solution)
     if on_report:
         on_report("solution", first)
@@ -48,7 +48,7 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     row("bundle", ">= 1 visible and >= 1 hidden test", f"{visible} visible, {len(first.tests) - visible} hidden",
         0 < visible < len(first.tests))
 
-    starter = grade(bundle, bundle.file("starter.py").read_text(encoding="utf-8"))
+    starter = grade(bundle, bundle.read("starter.py"))
     if on_report:
         on_report("starter", starter)
     row("starter", "less than full marks", f"{starter.score:g}/{starter.max_score:g}",
@@ -59,7 +59,7 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     manifest = mutants_dir / "mutants.toml"
     if manifest.is_file():
         try:
-            declared = tomllib.loads(manifest.read_text(encoding="utf-8"))
+            declared = tomllib.loads(bundle.read("mutants/mutants.toml"))
         except tomllib.TOMLDecodeError as exc:
             row("bundle", "valid mutants/mutants.toml", str(exc), False)
     files = {p.stem: p for p in sorted(mutants_dir.glob("*.py"))} if mutants_dir.is_dir() else {}
@@ -73,7 +73,7 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
                 "no file" if name not in files else "not declared", False)
             continue
         must_fail = set(spec.get("fails", []))
-        report = grade(bundle, files[name].read_text(encoding="utf-8"))
+        report = grade(bundle, bundle.read(f"mutants/{files[name].name}"))
         if on_report:
             on_report(subject, report)
         failed = {t.id.rsplit("::", 1)[-1] for t in report.tests if not t.passed}

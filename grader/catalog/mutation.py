@@ -167,7 +167,7 @@ def run(bundle: Bundle, on_result=None) -> list[MutationResult]:
     """Grade every mutant of the bundle's solution; a survivor scores full marks."""
     results = []
     explained = equivalents(bundle)
-    for mutant in mutants(bundle.file("solution.py").read_text(encoding="utf-8")):
+    for mutant in mutants(bundle.read("solution.py")):
         report = grade(bundle, mutant.source)
         result = MutationResult(bundle.slug, mutant.name, report.score, report.max_score, report.status,
                                 explained.get(mutant.name))

@@ -27,7 +27,7 @@ def publish(bundles: list[Bundle], database_url: str | None = None) -> int:
     could not be (the others are). Raises SandboxUnavailable when nothing can be graded."""
     failed = 0
     for bundle in bundles:
-        report = grade(bundle, bundle.file("solution.py").read_text(encoding="utf-8"))
+        report = grade(bundle, bundle.read("solution.py"))
         if report.status != "graded" or report.max_score <= 0:
             # A wrong maximum would mis-scale every score: publish nothing for this one.
             click.echo(f"FAIL {bundle.slug}: its solution graded {report.status} "
