@@ -152,6 +152,9 @@ def assigns_grad(source: str, function: str) -> bool:
     if fn is None:
         return False
     for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and _called_name(node) == "setattr" and len(node.args) == 3 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == "grad":
+            return True  # setattr(x, "grad", ...): the same assignment, spelled out
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         value = getattr(node, "value", None)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.engine.inside.wire import StudentException
-
-LANGUAGES = ("en", "ko")
+from grader.engine.report import LANGUAGES
 _CATALOGUE = Path(__file__).resolve().parent / "translations"
 
 

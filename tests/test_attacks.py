@@ -527,6 +527,12 @@ def test_tensors_naming_one_extent_cannot_multiply_the_trusted_sides_memory(targ
     assert_contained(g, target)
 
 
+def test_a_value_that_decodes_is_graded_as_the_students_answer(target):
+    g = grade_attack(target, "int64_min")
+    assert g.report.status == "graded" and g.report.score == 0, (g.report.status, g.report.message)
+    assert_contained(g, target)
+
+
 @pytest.mark.parametrize("name", ["empty_tensor_huge_shape", "deep_grad_chain", "result_without_arguments"])
 def test_a_result_that_fails_to_decode_is_the_students_error(target, name):
     g = graded(target, name)

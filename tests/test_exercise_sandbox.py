@@ -11,6 +11,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -126,13 +127,17 @@ def test_a_linked_file_in_the_tests_is_refused_and_never_read(tmp_path, worker):
 def test_a_linked_probes_file_is_refused(tmp_path, worker):
     bundle = bundle_in(tmp_path, worker)
     (bundle.path / "probes.py").symlink_to(worker / "instance" / "grader.db")
-    with pytest.raises(catalog.CatalogError, match="symbolic link"):
-        grade(bundle, SOLUTION)
+    report = grade(bundle, SOLUTION)
+    assert report.status == "internal_error" and "probes.py: cannot be read as a file of the bundle" in report.message
 
 
 # ------------------------------------------------------------------ the exercise's failures
 
 OK_TEST = "from grader.testing import visible\n\n@visible\ndef test_ok(student):\n    pass\n"
+# A hidden test that writes frames of its own choosing to the worker, past the harness.
+FORGE = ("import gc, json\n\n"
+         "def channel():\n"
+         "    return next(o for o in gc.get_objects() if type(o).__name__ == 'RemoteChannel')\n\n")
 
 
 @pytest.mark.parametrize("body, says", [
@@ -146,7 +151,7 @@ OK_TEST = "from grader.testing import visible\n\n@visible\ndef test_ok(student):
      "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
      "        try:\n            os.write(fd, struct.pack('>II', len(head), 0) + head)\n"
      "        except OSError:\n            pass\n    time.sleep(30)\n",
-     "ended their process before their verdicts"),
+     "broke the grading protocol (an unknown event 'ended')"),
     # Verdicts no pytest would give, written past the harness.
     ("import json, os, struct\n\ndef test_forges_verdicts(student):\n"
      "    head = json.dumps({'event': 'finished', 'results': [{'id': 'x', 'name': 'x', 'visible': True,"
@@ -155,7 +160,17 @@ OK_TEST = "from grader.testing import visible\n\n@visible\ndef test_ok(student):
      "        try:\n            os.write(fd, struct.pack('>II', len(head), 0) + head)\n"
      "        except OSError:\n            pass\n",
      "broke the grading protocol (a result's points are out of range)"),
-], ids=["exits", "hoards_memory", "forges_the_end", "forges_verdicts"])
+    (FORGE + "def test_same_id_twice(student):\n    channel().send({'event': 'finished', 'results': [dict("
+     "id='x', name='x', visible=True, passed=True, points=1, max_points=1)] * 2})\n",
+     "broke the grading protocol (two results have the same test id)"),
+    (FORGE + "def test_endless_duration(student):\n    channel().send({'event': 'finished', 'results': [dict("
+     "id='x', name='x', visible=True, passed=True, points=1, max_points=1, duration_ms=1e300)]})\n",
+     "broke the grading protocol (a result's duration is out of range)"),
+    (FORGE + "def test_english_as_a_translation(student):\n    channel().send({'event': 'finished', 'results': [dict("
+     "id='x', name='x', visible=True, passed=True, points=1, max_points=1, i18n={'en': {'name': 'y'}})]})\n",
+     "broke the grading protocol (a result's translations are malformed)"),
+], ids=["exits", "hoards_memory", "forges_the_end", "forges_verdicts", "same_id_twice", "endless_duration",
+        "english_as_a_translation"])
 def test_an_exercise_that_fails_as_a_whole_is_its_failure_and_the_next_grade_is_untouched(
         tmp_path, worker, body, says):
     report = grade(bundle_in(tmp_path, worker, {"test_a.py": body}), SOLUTION)
@@ -173,3 +188,103 @@ def test_hidden_tests_that_never_end_are_ended(tmp_path, worker, monkeypatch):
     report = grade(bundle, SOLUTION)
     assert report.status == "internal_error" and "did not finish within 3 s" in report.message
     assert grade(bundle_in(tmp_path / "again", worker, {"test_ok.py": OK_TEST}), SOLUTION).status == "graded"
+
+
+# ------------------------------------------------------------------ one grade, then the next
+
+SECRET_SUBMISSION = """# STUDENT-SECRET-{token} my private solution
+import torch
+
+
+def grad_2xtx(x):
+    y = 2 * torch.dot(x, x)
+    y.backward()
+    return x.grad
+"""
+
+MEMORY_SCAN = r"""import re
+from grader.testing import visible
+
+# The patterns do not match their own text here: only what an earlier grade left.
+PATTERNS = [rb"STUDENT-SECRET-[0-9a-f]{32}", rb"HIDDEN-TEST-MARKER-[0-9]b7e"]
+
+
+@visible
+def test_scan_my_memory(student):
+    found = set()
+    with open("/proc/self/mem", "rb", buffering=0) as mem:
+        for line in open("/proc/self/maps").read().splitlines():
+            span, perms = line.split()[:2]
+            low, high = (int(a, 16) for a in span.split("-"))
+            if "r" not in perms or "[v" in line or high - low > 1 << 34:
+                continue
+            try:
+                mem.seek(low)
+                data = mem.read(high - low)
+            except OSError:
+                continue
+            for pattern in PATTERNS:
+                found.update(m.group().decode() for m in re.finditer(pattern, data))
+    assert False, "found: " + ", ".join(sorted(found)) if found else "nothing"
+"""
+
+
+def test_nothing_of_an_earlier_grade_is_in_the_memory_of_the_next(tmp_path, worker):
+    token = os.urandom(16).hex()
+    target = catalog.load(TESTS / "fixtures" / "exercises" / "attack-target")
+    assert grade(target, SECRET_SUBMISSION.format(token=token)).score == 2
+    time.sleep(1)  # idle: the exercise sandbox forks the next grade's child now
+    report = grade(bundle_in(tmp_path, worker, {"test_scan.py": MEMORY_SCAN}), SOLUTION)
+    assert messages(report) == {"test_scan_my_memory": "nothing"}
+
+
+def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_grades(tmp_path, worker):
+    # A call, and at once the verdicts: the worker answers the call after the suite ended.
+    stale = FORGE + ("def test_asks_and_leaves(student):\n"
+                     "    from grader.engine import protocol\n"
+                     "    channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, "
+                     "[__import__('torch').ones(2, requires_grad=True)], {}))\n"
+                     "    channel().send({'event': 'finished', 'results': []})\n")
+    grade(bundle_in(tmp_path, worker, {"test_stale.py": stale}), SOLUTION)
+    after = grade(catalog.find("autograd-basics"), (TESTS.parent / "exercises/autograd-basics/solution.py").read_text())
+    assert after.status == "graded" and after.score == after.max_score, after.message
+
+
+def test_hidden_tests_that_ask_and_never_read_the_answers_cannot_hold_the_worker(tmp_path, worker, monkeypatch):
+    monkeypatch.setattr(exercise_sandbox, "SUITE_GRACE_SECONDS", 2)
+    flood = FORGE + ("def test_asks_and_never_reads(student):\n"
+                     "    from grader.engine import protocol\n"
+                     "    big = __import__('torch').ones(2 << 20, requires_grad=True)\n"
+                     "    for _ in range(3):\n"
+                     "        channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, [big], {}))\n"
+                     "    __import__('time').sleep(600)\n")
+    started = time.monotonic()
+    report = grade(bundle_in(tmp_path, worker, {"test_flood.py": flood}, submission_seconds=1), SOLUTION)
+    assert report.status == "internal_error" and "did not finish within 3 s" in report.message
+    assert time.monotonic() - started < 30
+
+
+def test_frames_as_large_as_allowed_cost_the_worker_a_bounded_amount_of_memory(tmp_path, worker):
+    huge = FORGE + ("def test_huge_frames(student):\n"
+                    "    from grader.engine import protocol\n"
+                    "    from grader.engine.inside import wire\n"
+                    "    n = (protocol.EVENT_HEADER - 100) // 3\n"
+                    "    head = b'{\"event\":\"progress\",\"done\":0,\"total\":1,\"pad\":[' + b'{},' * (n - 1) + b'{}]}'\n"
+                    "    for _ in range(3):\n"
+                    "        wire.write_all(channel().send.fd, __import__('struct').pack('>II', len(head), "
+                    "protocol.EVENT_BLOB), head, bytes(protocol.EVENT_BLOB))\n")
+    bundle = bundle_in(tmp_path, worker, {"test_huge.py": huge})
+    grading.exercise_sandbox().start()
+    before = _memory("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
+    report = grade(bundle, SOLUTION)
+    grew = _memory("VmHWM") - before
+    assert report.status == "internal_error" and "a malformed progress report" in report.message
+    assert grew < 600 << 20, f"the worker grew by {grew >> 20} MiB"
+
+
+def _memory(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) << 10
+    raise LookupError(field)

@@ -181,3 +181,15 @@ def test_the_derivative_libraries_are_recognised_by_name_in_the_source(source, u
     from grader.evidence import uses_derivative_library
 
     assert uses_derivative_library(source) is uses
+
+
+@pytest.mark.parametrize("body, assigns", [
+    ("    x.grad = 4 * x.detach()\n", True),
+    ("    setattr(x, 'grad', 4 * x.detach())\n", True),
+    ("    x.grad = None\n", False),
+    ("    setattr(x, 'requires_grad', True)\n", False),
+])
+def test_a_gradient_made_by_hand_is_found_in_the_source(body, assigns):
+    from grader.evidence import assigns_grad
+
+    assert assigns_grad(f"def grad_2xtx(x):\n{body}    return x.grad\n", "grad_2xtx") is assigns

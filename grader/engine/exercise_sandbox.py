@@ -23,7 +23,7 @@ from typing import Callable
 from grader.catalog.bundle import Bundle
 from grader.engine.bwrap import EXERCISE
 from grader.engine.inside import wire
-from grader.engine.report import TestResult, coarse_ms
+from grader.engine.report import LANGUAGES, TestResult, coarse_ms
 from grader.engine import protocol
 from grader.engine.protocol import CallOutcome, ProtocolError, SuiteRun
 from grader.engine.warm_process import WarmProcess
@@ -66,17 +66,17 @@ class ExerciseSandbox(WarmProcess):
             on_progress: Callable[[int, int], None] | None = None) -> SuiteRun:
         """Run ``bundle``'s hidden suite against ``source``; each call of the suite's goes
         to ``on_call``. Raises SuiteFailure when the suite comes to no verdicts."""
-        listing, blob = tests_of(bundle)
+        listing, tests = tests_of(bundle)
         seconds = bundle.limits.submission_seconds + SUITE_GRACE_SECONDS
-        request = {"op": "grade", "files": listing, "source": source, "device": device,
-                   "probes": bundle.file("probes.py").is_file(),
-                   "limits": {"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20,
-                              "processes": 64}}
+        request = protocol.request_parts(
+            listing, tests, source, device=device, probes=os.path.lexists(bundle.file("probes.py")),
+            limits={"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20, "processes": 64})
         self.start()
         ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        deadline = time.monotonic() + seconds
         try:
-            self.send(request, blob)
-            return self._follow(time.monotonic() + seconds, on_call, on_progress, ooms)
+            self.send({"op": "grade"}, *request, deadline=deadline)
+            return self._follow(deadline, on_call, on_progress, ooms)
         except wire.FrameTimeout:
             self.close()
             raise SuiteFailure("exercise", f"the exercise's tests did not finish within {seconds:g} s") from None
@@ -97,11 +97,17 @@ class ExerciseSandbox(WarmProcess):
     def _follow(self, deadline: float, on_call: OnCall, on_progress, ooms: int) -> SuiteRun:
         isolated, finished = False, None
         while True:
-            header, data = self.receive(deadline=deadline, max_header=protocol.MAX_HEADER,
-                                        max_blob=protocol.MAX_BLOB)
-            event = header.get("event")
-            if event == "ended":
+            envelope, frame = self.receive(deadline=deadline, max_header=protocol.ENVELOPE_HEADER,
+                                           max_blob=protocol.ENVELOPE_BLOB)
+            if envelope.get("event") == "ended":
                 break
+            if envelope.get("event") != "child":
+                raise wire.WireError(f"the warm process said {str(envelope)[:80]}")
+            try:
+                header, data = wire.unpack(frame, max_header=protocol.EVENT_HEADER, max_blob=protocol.EVENT_BLOB)
+            except wire.WireError as exc:
+                raise ProtocolError(str(exc)) from None
+            event = header.get("event")
             if finished is not None:
                 raise ProtocolError("it went on after its verdicts")
             if event == "isolated":
@@ -111,12 +117,14 @@ class ExerciseSandbox(WarmProcess):
                 raise ProtocolError(f"{str(event)[:40]!r} before the sandbox stood")
             if event == "progress":
                 done, total = header.get("done"), header.get("total")
-                if on_progress and type(done) is int and type(total) is int and 0 <= done <= total <= MAX_RESULTS:
+                if data or not (type(done) is int and type(total) is int and 0 <= done <= total <= MAX_RESULTS):
+                    raise ProtocolError("a malformed progress report")
+                if on_progress:
                     on_progress(done, total)
             elif event == "call":
                 out = on_call(*protocol.read_call(header, data))
-                self.send(*protocol.outcome_frame(out))
-            elif event == "finished":
+                self.send({"op": "reply"}, *wire.frame_parts(*_encoded(out)), deadline=deadline)
+            elif event == "finished" and not data:
                 finished = checked_run(header)
             else:
                 raise ProtocolError(f"an unknown event {str(event)[:40]!r}")
@@ -131,7 +139,18 @@ class ExerciseSandbox(WarmProcess):
         if self.cgroup is not None and self.cgroup.oom_kills() > ooms:
             raise SuiteFailure("exercise", f"the exercise's tests ran out of memory ({EXERCISE_MEMORY_BYTES >> 20} MiB)")
         raise SuiteFailure("exercise", "the exercise's tests ended their process before their verdicts"
-                                       + _how(header))
+                                       + _how(envelope))
+
+
+def _encoded(out: CallOutcome) -> tuple[dict, bytes]:
+    """The outcome as a frame for the suite. Whatever the student sandbox returned decoded
+    within bounds; what cannot be encoded again is the student's malformed reply, never
+    the sandbox's failure."""
+    try:
+        return protocol.outcome_frame(out)
+    except wire.WireError as exc:
+        return protocol.outcome_frame(CallOutcome(
+            "malformed", detail=f"your code sent back something that is not a result ({exc})"))
 
 
 def _how(ended: dict) -> str:
@@ -148,6 +167,8 @@ def tests_of(bundle: Bundle) -> tuple[list, bytes]:
     """The bundle's tests/ folder as (listing, blob): each regular file, read without
     following links (a link could name any file of the worker's), within bounds."""
     root = bundle.tests_dir
+    if root.is_symlink():
+        raise SuiteFailure("exercise", "tests/ is a symbolic link; a bundle's files must be its own")
     listing, parts, total = [], [], 0
     for folder, dirs, names in os.walk(root):
         for name in sorted(dirs):
@@ -191,7 +212,10 @@ def checked_run(header: dict) -> SuiteRun:
     if type(results) is not list or len(results) > MAX_RESULTS:
         raise ProtocolError("its results are not a list of at most %d tests" % MAX_RESULTS)
     error = header.get("error")
-    return SuiteRun(results=[_result(r) for r in results],
+    checked = [_result(r) for r in results]
+    if len({r.id for r in checked}) != len(checked):
+        raise ProtocolError("two results have the same test id")
+    return SuiteRun(results=checked,
                     error=_text(error, "error") if error is not None else None,
                     test_errors=_texts(header.get("test_errors"), "test_errors", 100, 1000),
                     logs=_texts(header.get("logs"), "logs", 20, 5000))
@@ -207,16 +231,19 @@ def _result(item) -> TestResult:
     if type(passed) is not bool or type(visible) is not bool:
         raise ProtocolError("a result's passed and visible must be true or false")
     i18n = item.get("i18n") or {}
-    if type(i18n) is not dict or len(i18n) > 8 or not all(
-            type(lang) is str and len(lang) <= 8 and type(texts) is dict and len(texts) <= 3
-            and all(key in ("name", "message", "hint") for key in texts) for lang, texts in i18n.items()):
+    if type(i18n) is not dict or not all(
+            lang in LANGUAGES[1:] and type(texts) is dict and all(key in ("name", "message", "hint") for key in texts)
+            for lang, texts in i18n.items()):
         raise ProtocolError("a result's translations are malformed")
+    duration = _number(item.get("duration_ms", 0), "duration_ms")
+    if not 0 <= duration <= 86_400_000:
+        raise ProtocolError("a result's duration is out of range")
     return TestResult(
         id=_text(item.get("id"), "id", 1000), name=_text(item.get("name"), "name", 1000), visible=visible,
         passed=passed, points=points, max_points=max_points,
         message=_text(item.get("message"), "message", optional=True),
         hint=_text(item.get("hint"), "hint", optional=True),
-        duration_ms=coarse_ms(_number(item.get("duration_ms", 0), "duration_ms") / 1000),
+        duration_ms=coarse_ms(duration / 1000),
         i18n={lang: {key: _text(value, key) for key, value in texts.items()} for lang, texts in i18n.items()})
 
 

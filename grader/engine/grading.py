@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader import source as source_rules
-from grader.catalog.bundle import Bundle, find
+from grader.catalog.bundle import Bundle, CatalogError, find
 from grader.engine import blocked
 from grader.engine.exercise_sandbox import ExerciseSandbox, SuiteFailure
 from grader.engine.report import Report, coarse_ms
@@ -171,7 +171,11 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
     report.device = device
 
     files = {"submission.py": text}
-    probes = ex.probes  # read from the bundle (a file) once
+    try:
+        probes = ex.probes  # read from the bundle (a file) once
+    except CatalogError as exc:
+        report.status, report.message = "internal_error", str(exc)
+        return report.escaped()
     if probes is not None:
         files["probes.py"] = probes
     sandbox, room = sandbox_for(device == "cuda"), exercise_sandbox()

@@ -1,17 +1,23 @@
 """The frames between the worker and the exercise sandbox, and what a call came to.
 
-The worker sends one ``grade`` request (the bundle's tests as files, the submission's
-text, the device); the exercise sandbox answers with events until its warm process
-says the suite ``ended``::
+Two layers. The **child** that runs one suite speaks to the worker in frames of its own:
+it reads one request (the bundle's tests as files, the submission's text, the device),
+then sends events, each answered where it asks::
 
     isolated                  the child's walls stand; before it, failures are ours
     progress  done, total     a test finished
     call      module, function, visible, args, kwargs    -> answered with an outcome
     finished  results, error, test_errors, logs          the suite's verdicts
-    ended     exit, signal    (the warm process, after the child is gone and swept)
 
-Both sides decode with :mod:`wire` (no pickle; every size bounded). The worker checks
-everything the exercise sandbox sends as hostile: the exercise's code runs there.
+The sandbox's **warm process** carries those frames whole and unread, inside frames of its
+own, so that nothing of a grade is ever parsed (and left in its memory) there::
+
+    worker -> warm:  {"op": "grade"} + a request frame;  {"op": "reply"} + an outcome frame
+    warm -> worker:  {"event": "child"} + an event frame;  {"event": "ended", exit, signal}
+
+A reply that arrives after its grade ended is dropped there, never read as the next
+grade's. Both sides decode with :mod:`wire` (no pickle; every size bounded), and the
+worker checks everything the child sends as hostile: the exercise's code runs there.
 """
 
 from __future__ import annotations
@@ -23,8 +29,14 @@ from grader.engine.inside import wire
 
 EVENTS = ("isolated", "progress", "call", "finished")  # what the child may send
 MODULES = ("submission", "probes")
-MAX_HEADER = 16 << 20
-MAX_BLOB = 512 << 20
+# What the worker parses of one event: a header (JSON, which costs many times its size
+# in objects) and a blob (a call's tensor arguments).
+EVENT_HEADER = 4 << 20
+EVENT_BLOB = 128 << 20
+# What the warm process carries: its own small headers, and a frame of either side.
+ENVELOPE_HEADER = 1 << 16
+ENVELOPE_BLOB = 1 << 30
+WORKER_HEADER = 64 << 20  # the worker's frames to the child (an outcome's values; the worker is trusted)
 
 
 @dataclass
@@ -64,6 +76,14 @@ class ProtocolError(wire.WireError):
 
 
 # ---------------------------------------------------------------- calls (exercise -> worker)
+
+def request_parts(files: list, tests: bytes, source: str, **settings) -> list:
+    """The child's request frame, as parts: the bundle's tests (``files`` lists each one's
+    name and extent of ``tests``), then the submission's text, both in the blob (which the
+    warm process wipes), never in a header."""
+    text = source.encode("utf-8")
+    return wire.frame_parts({"files": files, "source": [len(tests), len(text)], **settings}, tests, text)
+
 
 def call_frame(module: str, function: str, visible: bool, args: list, kwargs: dict) -> tuple[dict, bytes]:
     tree, blob = wire.encode({"args": list(args), "kwargs": dict(kwargs)}, states=True)

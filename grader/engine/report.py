@@ -8,6 +8,8 @@ from enum import StrEnum
 
 from grader.escapes import shown
 
+LANGUAGES = ("en", "ko")  # what a report speaks: English always, the others where written
+
 
 class ReportStatus(StrEnum):
     """Why a submission was not simply graded. "graded" means every test ran."""

@@ -72,8 +72,9 @@ class Sandbox(WarmProcess):
                  max_blob: int = 0) -> tuple[dict, bytes]:
         self.start()
         try:
-            self.send(header, blob)
-            reply, raw = self.receive(deadline=time.monotonic() + timeout, max_blob=max_blob)
+            deadline = time.monotonic() + timeout
+            self.send(header, blob, deadline=deadline)
+            reply, raw = self.receive(deadline=deadline, max_blob=max_blob)
         except (OSError, wire.WireError) as exc:
             self.failed(exc)
             raise

@@ -95,6 +95,7 @@ class WarmProcess:
             self.close()
             raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
         self.starts += 1
+        os.set_blocking(self._proc.stdin.fileno(), False)  # so that every send can have a deadline
         try:
             ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
                                        deadline=time.monotonic() + 120)
@@ -148,10 +149,11 @@ class WarmProcess:
 
     # ------------------------------------------------------------ frames
 
-    def send(self, header: dict, blob: bytes = b"") -> None:
+    def send(self, header: dict, *parts, deadline: float) -> None:
+        """One frame to the warm process, its blob ``parts`` unjoined; a warm process that
+        stops reading is a FrameTimeout at ``deadline``, never a worker blocked for good."""
         assert self._proc is not None
-        self._proc.stdin.write(wire.pack(header, blob))
-        self._proc.stdin.flush()
+        wire.write_frame(self._proc.stdin.fileno(), header, *parts, deadline=deadline)
 
     def receive(self, *, deadline: float, max_header: int = 4 << 20, max_blob: int = 0) -> tuple[dict, bytearray]:
         assert self._proc is not None

@@ -4,10 +4,12 @@ It imports torch, pytest and ``grader.testing`` once, then serves ``grade`` requ
 from the worker. Each grade forks a fresh child that stands up its own walls (the
 children's uid, a private /tmp holding the bundle's tests read-only, the system-call
 filter), runs the hidden suite under pytest, and talks to the worker in frames
-(``protocol``). The warm process relays those frames both ways, so the child never
-holds the worker's pipes: when it ends (or is ended), the warm process kills every
-other process of the sandbox and only then says ``ended``. Nothing of one grade is
-left for the next, which may be another course's exercise.
+(``protocol``). The warm process carries those frames both ways whole and unread (it
+never parses them, and wipes each once passed on), so the child never holds the worker's
+pipes and nothing of a grade stays in the memory every later child inherits: the next
+grade may be another course's exercise. When the child ends (or is ended), the warm
+process says ``ended`` and kills every other process of the sandbox before it reads
+the next request.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from grader.engine.inside.walls import IN_SANDBOX, SCRATCH
 
 BUNDLE = os.path.join(SCRATCH, "bundle")
 MAX_FILES = 2000
+CHILD_READS_WITHIN = 10.0  # seconds a child may leave a frame for it unread
 
 
 def main() -> None:
@@ -60,19 +63,19 @@ def main() -> None:
             spare = _Child()
             continue
         try:
-            header, blob = wire.read_frame_into(requests, max_header=protocol.MAX_HEADER,
-                                                max_blob=protocol.MAX_BLOB)
+            header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
+                                                max_blob=protocol.ENVELOPE_BLOB)
         except wire.Closed:
             return
         op = header.get("op")
         if op == "grade":
             child, spare = spare or _Child(), None
-            _grade(child, header, blob, requests, replies)
-            wire.wipe(blob)
+            _grade(child, blob, requests, replies)
         elif op == "exit":
             return
-        else:
-            wire.write_frame(replies, {"event": "ended", "error": f"unknown op {str(op)[:40]!r}"})
+        # Anything else ("reply": the answer to a call of a grade that has ended) is dropped.
+        wire.wipe(blob)
+        del header, blob
 
 
 def _warm_up() -> None:
@@ -139,15 +142,16 @@ class _Child:
                 os._exit(71)
         os.close(req_r)
         os.close(res_w)
+        os.set_blocking(self.req_w, False)  # every frame to it has a deadline (_to_child)
         self.pidfd = os.pidfd_open(self.pid)
+        self.reaped = False
 
 
-def _grade(child: _Child, header: dict, blob: bytearray, requests: int, replies: int) -> None:
-    """Relay the child's frames until it is done or gone; say ``ended``; then end
+def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> None:
+    """Carry the child's frames until it is done or gone; say ``ended``; then end
     everything it left, before the next request is read."""
-    finished = False
     try:
-        finished = _relay(header, blob, requests, replies, child.req_w, child.res_r, child.pidfd)
+        status = _relay(request, requests, replies, child)
     finally:
         for fd in (child.req_w, child.res_r):
             try:
@@ -159,82 +163,80 @@ def _grade(child: _Child, header: dict, blob: bytearray, requests: int, replies:
                 os.kill(child.pid, signal.SIGKILL)  # done, or it broke the protocol
             except ProcessLookupError:
                 pass
-        if finished:
-            # Its verdicts are in: how it ended tells nothing more, so say so now, and
-            # let its teardown and the sweep overlap the worker's own work.
-            wire.write_frame(replies, {"event": "ended", "exit": None, "signal": None})
-        code = _wait(child.pid, child.pidfd)
-        os.close(child.pidfd)
-        if not finished:
-            status: dict = {"exit": None, "signal": None}
-            if code is not None:
-                if os.WIFSIGNALED(code):
-                    status["signal"] = os.WTERMSIG(code)
-                else:
-                    status["exit"] = os.WEXITSTATUS(code)
-            wire.write_frame(replies, {"event": "ended", **status})
-        _end_grade(child.pid)
+    # As soon as its frames are through: its teardown and the sweep overlap the worker's work.
+    wire.write_frame(replies, {"event": "ended", **status})
+    if not child.reaped:
+        _wait(child.pid, child.pidfd)
+    os.close(child.pidfd)
+    _end_grade(child.pid)
 
 
-def _relay(header: dict, blob: bytearray, requests: int, replies: int, req_w: int, res_r: int,
-           pidfd: int) -> bool:
-    """Pass frames both ways until the child is done; whether it finished."""
+def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> dict:
+    """Pass frames both ways until the child closes its side or dies; returns how it
+    ended, where that is known by then (a child that finished closes its pipe first)."""
+    if _to_child(child, request):
+        while True:
+            ready = select.select([child.res_r, requests, child.pidfd], [], [])[0]
+            if requests in ready:
+                try:
+                    header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
+                                                        max_blob=protocol.ENVELOPE_BLOB)
+                except wire.Closed:
+                    os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
+                carried = header.get("op") != "reply" or _to_child(child, blob)
+                wire.wipe(blob)
+                if not carried:
+                    break
+                continue
+            if child.res_r in ready or child.pidfd in ready:
+                # What it wrote before it went, whole frames only; then it is done.
+                deadline = None if child.pidfd not in ready else time.monotonic() + 0.5
+                if not _from_child(child, replies, deadline):
+                    break
+    # A child that closed its pipe is exiting: wait a moment for its status, not for its teardown.
+    select.select([child.pidfd], [], [], 0.005)
+    done, code = os.waitpid(child.pid, os.WNOHANG)
+    if not done:
+        return {"exit": None, "signal": None}
+    child.reaped = True
+    if os.WIFSIGNALED(code):
+        return {"exit": None, "signal": os.WTERMSIG(code)}
+    return {"exit": os.WEXITSTATUS(code), "signal": None}
+
+
+def _to_child(child: _Child, frame: bytearray) -> bool:
+    """One frame to the child; False when it is gone or does not read it in time (a
+    child that asks nothing and reads nothing has broken the protocol)."""
     try:
-        wire.write_frame(req_w, header, blob)
-    except BrokenPipeError:
-        return False  # it died already; how is told by its status
-    while True:
-        ready = select.select([res_r, requests, pidfd], [], [])[0]
-        if requests in ready:
-            try:
-                frame, data = wire.read_frame_into(requests, max_header=protocol.MAX_HEADER,
-                                                   max_blob=protocol.MAX_BLOB)
-            except wire.Closed:
-                os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
-            try:
-                wire.write_frame(req_w, frame, data)
-            except BrokenPipeError:
-                pass
-            wire.wipe(data)
-            continue
-        if res_r in ready:
-            said = _pass_on(res_r, replies, deadline=None)
-            if said != "event":
-                return said == "finished"
-            continue
-        if pidfd in ready:
-            # Gone: pass on what it wrote before it went, if it is whole.
-            while select.select([res_r], [], [], 0)[0]:
-                said = _pass_on(res_r, replies, deadline=time.monotonic() + 0.5)
-                if said != "event":
-                    return said == "finished"
-            return False
+        wire.write_all(child.req_w, frame, deadline=time.monotonic() + CHILD_READS_WITHIN)
+        return True
+    except (BrokenPipeError, wire.FrameTimeout):
+        return False
 
 
-def _pass_on(res_r: int, replies: int, deadline: float | None) -> str:
-    """One frame of the child's to the worker: "event", "finished", or "done" when there
-    is none to pass on (the pipe closed, or what came is not an event the child may send:
-    only we say "ended")."""
+def _from_child(child: _Child, replies: int, deadline: float | None) -> bool:
+    """One whole frame of the child's to the worker, inside ours, unread; False when there
+    is none (its pipe closed, or what came is not a frame within bounds)."""
     try:
-        frame, data = wire.read_frame(res_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB,
-                                      deadline=deadline)
+        frame = wire.read_raw_frame(child.res_r, max_header=protocol.EVENT_HEADER,
+                                    max_blob=protocol.EVENT_BLOB, deadline=deadline)
     except wire.WireError:
-        return "done"
-    if frame.get("event") not in protocol.EVENTS:
-        return "done"
-    wire.write_frame(replies, frame, data)
-    return "finished" if frame["event"] == "finished" else "event"
+        return False
+    try:
+        wire.write_frame(replies, {"event": "child"}, frame)
+    finally:
+        wire.wipe(frame)
+    return True
 
 
-def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> int | None:
+def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> None:
     started = time.monotonic()
     while True:
-        done, code = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return code
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return
         if time.monotonic() - started > seconds:
             walls.dying.add(pid)
-            return None
+            return
         if IN_SANDBOX and time.monotonic() - started > 0.2:
             walls.sweep(set())  # whatever holds it back (nothing should) goes
         select.select([pidfd], [], [], 0.02)
@@ -260,10 +262,11 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     walls.close_all_but(req_r, res_w)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        request, blob = wire.read_frame(req_r, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
+        request, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
     except wire.WireError:
         os._exit(73)
     files = _files(request.get("files"), blob)
+    source = _extent(request.get("source"), blob).decode("utf-8", "replace")
     limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
     walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 256 << 20)), parent=parent, folder=BUNDLE,
                 populate=lambda: _write(files))
@@ -285,12 +288,13 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
 
     from grader.suite import harness  # imported by the warm process already
 
-    channel = RemoteChannel(req_r, send, source=str(request.get("source", "")),
+    channel = RemoteChannel(req_r, send, source=source,
                             device=str(request.get("device", "cpu")), probes=request.get("probes") is True)
     run = harness.run_suite(Path(BUNDLE), channel,
                             on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}))
     send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
           "test_errors": run.test_errors, "logs": run.logs})
+    os.close(res_w)  # the warm process takes this as the end, without waiting for our teardown
     os._exit(0)
 
 
@@ -303,11 +307,17 @@ def _files(listing, blob: bytearray) -> dict[str, bytes]:
             continue
         name, offset, size = item
         parts = name.split("/") if isinstance(name, str) else []
-        if not parts or any(p in ("", ".", "..") for p in parts) or not isinstance(offset, int) \
-                or not isinstance(size, int) or offset < 0 or size < 0 or offset + size > len(blob):
-            continue
-        files[name] = bytes(blob[offset:offset + size])
+        if parts and not any(p in ("", ".", "..") for p in parts):
+            files[name] = _extent([offset, size], blob)
     return files
+
+
+def _extent(extent, blob: bytearray) -> bytes:
+    """The bytes of ``blob`` that ``[offset, size]`` names, or none where it names none."""
+    if not (isinstance(extent, list) and len(extent) == 2 and all(type(n) is int and n >= 0 for n in extent)):
+        return b""
+    offset, size = extent
+    return bytes(blob[offset:offset + size]) if offset + size <= len(blob) else b""
 
 
 def _write(files: dict[str, bytes]) -> None:
@@ -343,5 +353,6 @@ class RemoteChannel:
             raise RuntimeError("this exercise has no probes.py")
         header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
         self.send(header, blob)
-        reply, data = wire.read_frame(self.requests, max_header=protocol.MAX_HEADER, max_blob=protocol.MAX_BLOB)
+        reply, data = wire.read_frame(self.requests, max_header=protocol.WORKER_HEADER,
+                                      max_blob=protocol.ENVELOPE_BLOB)
         return protocol.read_outcome(reply, data)

@@ -102,11 +102,12 @@ def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
 
     count = [0]
 
-    def raw_bytes(values: torch.Tensor) -> bytes:
+    def raw_bytes(values: torch.Tensor) -> memoryview:
+        # A view of the tensor's own memory: the blob is joined once, not copied twice.
         values = values.detach().to("cpu").contiguous()
         if values.dtype == torch.bfloat16:
-            return values.view(torch.int16).numpy().tobytes()
-        return values.numpy().tobytes()
+            values = values.view(torch.int16)
+        return memoryview(values.numpy().reshape(-1).view("u1"))
 
     def node(raw: bytes, data: torch.Tensor, facts: dict, grad) -> dict:
         out = {"dtype": _DTYPE_NAMES[data.dtype], "shape": list(data.shape), "offset": offset[0],
@@ -158,7 +159,7 @@ def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
         if v is None or type(v) in (bool, str):
             return v
         if type(v) is int:
-            if abs(v) >= 1 << 63:
+            if not -(1 << 63) <= v < 1 << 63:  # int64, as decode accepts
                 raise WireError("integer is too large")
             return v
         if type(v) is float:
@@ -311,15 +312,40 @@ def to_sandbox(value: Any) -> Any:
 
 # ---------------------------------------------------------------- framing
 
-def pack(header: dict, blob: bytes = b"") -> bytes:
+def frame_parts(header: dict, *parts) -> list:
+    """A frame as a list of buffers (its blob is ``parts``, not joined), to write as it is
+    or to carry, whole and unread, inside another frame's blob."""
     head = json.dumps(header, separators=(",", ":")).encode()
-    return _PREFIX.pack(len(head), len(blob)) + head + blob
+    return [_PREFIX.pack(len(head), sum(len(p) for p in parts)) + head, *parts]
 
 
-def write_frame(fd: int, header: dict, *parts) -> None:
+def pack(header: dict, blob: bytes = b"") -> bytes:
+    return b"".join(frame_parts(header, blob))
+
+
+def write_frame(fd: int, header: dict, *parts, deadline: float | None = None) -> None:
     """One frame whose blob is ``parts`` in order, written without joining them."""
     head = json.dumps(header, separators=(",", ":")).encode()
-    write_all(fd, _PREFIX.pack(len(head), sum(len(p) for p in parts)), head, *parts)
+    write_all(fd, _PREFIX.pack(len(head), sum(len(p) for p in parts)), head, *parts, deadline=deadline)
+
+
+def read_raw_frame(fd: int, *, max_header: int, max_blob: int, deadline: float | None = None) -> bytearray:
+    """One whole frame, prefix included, as bytes never parsed (to pass on, then wipe)."""
+    prefix = _read_exact(fd, _PREFIX.size, deadline)
+    head_len, blob_len = _lengths(prefix, max_header, max_blob)
+    frame = bytearray(_PREFIX.size + head_len + blob_len)
+    frame[:_PREFIX.size] = prefix
+    view, got = memoryview(frame), _PREFIX.size
+    while got < len(frame):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise FrameTimeout("no answer in time")
+        read = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not read:
+            raise Closed("the other side closed the channel")
+        got += read
+    return frame
 
 
 class FrameTimeout(WireError):
@@ -393,11 +419,21 @@ def read_frame_into(fd: int, *, max_header: int = 1 << 20, max_blob: int = 512 <
     return header, blob
 
 
-def write_all(fd: int, *parts) -> None:
-    """Write buffers in order without joining them (no extra copy)."""
+def write_all(fd: int, *parts, deadline: float | None = None) -> None:
+    """Write buffers in order without joining them (no extra copy). With a ``deadline``
+    (``fd`` must then be non-blocking), a reader that stops reading is a FrameTimeout."""
     views = [memoryview(p).cast("B") for p in parts if len(p)]
     while views:
-        n = os.writev(fd, views[:64])
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise FrameTimeout("the other side does not read")
+        try:
+            n = os.writev(fd, views[:64])
+        except BlockingIOError:
+            if deadline is None:
+                select.select([], [fd], [])
+            continue
         while n:
             if n >= len(views[0]):
                 n -= len(views[0])
