@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from grader import clock
 from grader.settings import private_dir, private_file, settings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -27,8 +28,8 @@ class Base(DeclarativeBase):
 
 
 def now() -> datetime:
-    """The time every row stores: timezone-aware UTC."""
-    return datetime.now(timezone.utc)
+    """The time every row stores: timezone-aware UTC, the service's own (grader.clock)."""
+    return clock.now()
 
 
 @functools.cache

@@ -179,6 +179,20 @@ def bundle_for(session: Session, slug: str, exercises_dir: str | Path | None = N
     return find(slug, exercises_dir)
 
 
+def bundle_at(session: Session, slug: str, version: int, exercises_dir: str | Path | None = None) -> Bundle:
+    """The bundle of ``slug`` at ``version`` (what an assignment pinned), whatever is
+    published now: the published bundle if it is that version, else the upload of it that
+    was published. CatalogError when no copy of that version is kept."""
+    current = bundle_for(session, slug, exercises_dir)
+    if current.version == version:
+        return current
+    kept = session.scalar(select(Upload).where(Upload.slug == slug, Upload.version == version,
+                                               Upload.status == UploadStatus.PUBLISHED).order_by(Upload.id.desc()))
+    if kept is None:
+        raise CatalogError(f"version {version} of {slug} is no longer kept (version {current.version} is published)")
+    return materialize(kept)
+
+
 def statements(session: Session, slug: str, exercises_dir: str | Path | None = None) -> dict[str, str | None]:
     """A published exercise's statement in each language it has, for the pages and the
     API; all None (and a warning logged) when its bundle cannot be read: the row

@@ -1,6 +1,7 @@
-"""What a course is made of: the course, its members with their role in it, and the
-exercises placed in it (by an LMS link launched from it, for now; assignments, with their
-deadlines and rules, will be these grown up).
+"""What a course is made of: the course, its members with their role in it, the
+exercises placed in it (by an LMS link launched from it), and its assignments: an
+exercise at a pinned version with a due date and the rules around it (grader.courses.rules),
+the extensions students were given and the scores staff set by hand.
 
 Shaped for courses made in the grader itself too: ``platform_id`` and ``context_id``
 are empty for a local course; title, code and time zone belong to the course either way."""
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import DateTime, ForeignKey, String, UniqueConstraint
+from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from grader.db import Base, now
@@ -39,6 +40,8 @@ class Course(Base):
     title: Mapped[str] = mapped_column(String(500), default="")
     code: Mapped[str] = mapped_column(String(200), default="")  # the LMS's context label, e.g. "DL101"
     time_zone: Mapped[str | None] = mapped_column(String(64))  # an IANA name; None: the site's
+    # Who made a local course: an API key's courses are that key's alone (as its users are).
+    api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
@@ -68,3 +71,60 @@ class CourseExercise(Base):
     course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Assignment(Base):
+    """An exercise placed in a course at a pinned version, with its due date and rules."""
+
+    __tablename__ = "assignments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"), index=True)
+    exercise_version: Mapped[int] = mapped_column(Integer)  # what it grades against, whatever is published later
+    title: Mapped[str] = mapped_column(String(500))
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    late_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    late_policy: Mapped[str] = mapped_column(String(20), default="none")
+    late_percent: Mapped[float] = mapped_column(Float, default=0.0)
+    late_cap: Mapped[float | None] = mapped_column(Float)
+    attempts: Mapped[int | None] = mapped_column(Integer)
+    cooldown_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    counts: Mapped[str] = mapped_column(String(20), default="best")
+    feedback: Mapped[str] = mapped_column(String(20), default="immediate")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class Extension(Base):
+    """A student's own due date and extra attempts on one assignment, with the reason,
+    which the student sees."""
+
+    __tablename__ = "extensions"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_extensions_assignment_user"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    granted_by: Mapped[str] = mapped_column(String(200), default="")  # a user's name or e-mail, or "API key <prefix>"
+    granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class ScoreOverride(Base):
+    """A score staff set by hand for one student and assignment: it replaces the one the
+    rules would count, and is shown as set, by whom, when and why."""
+
+    __tablename__ = "score_overrides"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_score_overrides_assignment_user"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    score: Mapped[float] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text)
+    set_by: Mapped[str] = mapped_column(String(200), default="")
+    set_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)

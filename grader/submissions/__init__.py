@@ -44,16 +44,19 @@ def check_source(source: str | bytes) -> str:
         raise SubmissionError(exc.code, exc.message) from None
 
 
-def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes) -> Submission:
-    """Add a queued submission to the session (the caller commits, then calls enqueue)."""
+def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes,
+           assignment_id: int | None = None, version: int | None = None) -> Submission:
+    """Add a queued submission to the session (the caller commits, then calls enqueue).
+    Made to an assignment (grader.courses.assignments.submit), it is graded against the
+    ``version`` the assignment pinned; otherwise against the one published now."""
     text = check_source(source)
     # Only a well-formed slug reaches the database (PostgreSQL refuses NUL with an error).
     exercise = session.get(Exercise, exercise_slug) if is_slug(exercise_slug) else None
     if exercise is None or not exercise.published:
         raise SubmissionError("unknown_exercise", f"there is no exercise {str(exercise_slug)[:100]!r}")
-    submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=exercise.version,
-                            source=text, status=SubmissionStatus.QUEUED, progress_done=0, progress_total=0,
-                            attempts=0, deadline=now() + QUEUE_DEADLINE)
+    submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version or exercise.version,
+                            assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
+                            progress_done=0, progress_total=0, attempts=0, deadline=now() + QUEUE_DEADLINE)
     session.add(submission)
     session.flush()
     return submission

@@ -35,6 +35,8 @@ class Submission(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"), index=True)
     exercise_version: Mapped[int] = mapped_column(Integer)  # the version it was graded against
+    # The assignment it was made to (its course's rules decide what it counts for); None: practice.
+    assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"), index=True)
     source: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(20), default=SubmissionStatus.QUEUED, index=True)
     failure_reason: Mapped[str | None] = mapped_column(Text)

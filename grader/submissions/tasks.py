@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 
 from grader import db
 from grader.catalog import CatalogError
-from grader.catalog.uploads import UploadError, bundle_for
+from grader.catalog.uploads import UploadError, bundle_at, bundle_for
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
 from grader.engine.report import INFRASTRUCTURE
@@ -56,7 +56,9 @@ def grade_submission(self, submission_id: str) -> str:
             if claimed.rowcount != 1:
                 return "claimed elsewhere"
             try:
-                bundle = bundle_for(session, row.exercise_slug)
+                # An assignment's submission is graded against the version it pinned.
+                bundle = (bundle_at(session, row.exercise_slug, row.exercise_version) if row.assignment_id
+                          else bundle_for(session, row.exercise_slug))
             except (CatalogError, UploadError) as exc:
                 unreadable = str(exc)
             source = row.source

@@ -1,0 +1,174 @@
+"""The gradebook: every student of a course against every assignment, with the score
+that counts under each assignment's rules, its late mark, extension and override; as
+rows for the pages, JSON for the API and CSV for the registrar (one row per student, or
+one per submission), every time in the course's time zone."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from grader.accounts.models import User
+from grader.courses.assignments import _aware, counted, members, rules_of, shown
+from grader.courses.models import Assignment, Course, Extension, ScoreOverride
+from grader.courses.rules import Counted, late_penalty
+from grader.submissions import shown_external_id
+from grader.submissions.models import Submission, SubmissionStatus
+
+
+@dataclass
+class Cell:
+    counted: Counted
+    attempts: int = 0
+    extension: Extension | None = None
+    override: ScoreOverride | None = None
+
+    def note(self) -> str:
+        """What a reader needs to know beside the number, in English (the CSV's)."""
+        notes = []
+        if self.override is not None:
+            notes.append(f"set by hand by {self.override.set_by}: {self.override.reason}")
+        elif self.counted.late and self.counted.penalty:
+            notes.append(f"late: -{self.counted.penalty:g}%")
+        elif self.counted.late:
+            notes.append("late")
+        if self.extension is not None:
+            notes.append(f"extension: {self.extension.reason}")
+        return "; ".join(notes)
+
+
+@dataclass
+class Row:
+    user: User
+    role: str
+    cells: dict[int, Cell] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return round(sum(c.counted.score or 0.0 for c in self.cells.values()), 6)
+
+
+@dataclass
+class Gradebook:
+    course: Course
+    assignments: list[Assignment]
+    rows: list[Row]
+
+
+def assignments_of(session: Session, course: Course) -> list[Assignment]:
+    return list(session.scalars(select(Assignment).where(Assignment.course_id == course.id)
+                                .order_by(Assignment.due_at, Assignment.id)))
+
+
+def gradebook(session: Session, course: Course, *, students_only: bool = True) -> Gradebook:
+    assignments = assignments_of(session, course)
+    ids = [a.id for a in assignments]
+    graded: dict[tuple[int, int], list[Submission]] = defaultdict(list)
+    tried: dict[tuple[int, int], int] = defaultdict(int)
+    extensions, overrides = {}, {}
+    if ids:
+        for row in session.scalars(select(Submission).where(Submission.assignment_id.in_(ids))
+                                   .order_by(Submission.created_at)):
+            if row.status != SubmissionStatus.FAILED:
+                tried[(row.assignment_id, row.user_id)] += 1
+            if row.status == SubmissionStatus.GRADED:
+                graded[(row.assignment_id, row.user_id)].append(row)
+        extensions = {(e.assignment_id, e.user_id): e
+                      for e in session.scalars(select(Extension).where(Extension.assignment_id.in_(ids)))}
+        overrides = {(o.assignment_id, o.user_id): o
+                     for o in session.scalars(select(ScoreOverride).where(ScoreOverride.assignment_id.in_(ids)))}
+    rows = []
+    for user, role in members(session, course):
+        if students_only and role != "student":
+            continue
+        row = Row(user, role)
+        for assignment in assignments:
+            key = (assignment.id, user.id)
+            rules = rules_of(assignment, extensions.get(key))
+            row.cells[assignment.id] = Cell(counted(rules, graded[key], overrides.get(key)), tried[key],
+                                            extensions.get(key), overrides.get(key))
+        rows.append(row)
+    return Gradebook(course, assignments, rows)
+
+
+def who(user: User) -> str:
+    """A student as a gradebook names them: their e-mail, else the id an outside system gave."""
+    return user.email or shown_external_id(user) or f"user {user.id}"
+
+
+def as_json(book: Gradebook) -> dict:
+    return {
+        "course": {"id": book.course.id, "title": book.course.title, "code": book.course.code,
+                   "time_zone": book.course.time_zone},
+        "assignments": [{"id": a.id, "title": a.title, "exercise": a.exercise_slug, "version": a.exercise_version,
+                         "due_at": shown(a.due_at, book.course)} for a in book.assignments],
+        "students": [{
+            "student": who(row.user), "name": row.user.name, "total": row.total,
+            "scores": [{"assignment": a.id, "score": cell.counted.score, "max_score": cell.counted.max_score,
+                        "counted": cell.counted.how, "attempts": cell.attempts, "late": cell.counted.late,
+                        "late_penalty_percent": cell.counted.penalty,
+                        "extension": {"due_at": shown(cell.extension.due_at, book.course),
+                                      "extra_attempts": cell.extension.extra_attempts,
+                                      "reason": cell.extension.reason} if cell.extension else None,
+                        "override": {"score": cell.override.score, "reason": cell.override.reason,
+                                     "set_by": cell.override.set_by,
+                                     "set_at": shown(cell.override.set_at, book.course)} if cell.override else None}
+                       for a in book.assignments for cell in [row.cells[a.id]]],
+        } for row in book.rows],
+    }
+
+
+def _csv(header: list[str], lines: list[list]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for line in lines:
+        # A cell a spreadsheet would run as a formula is shown as text.
+        writer.writerow([f"'{v}" if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v for v in line])
+    return out.getvalue()
+
+
+def students_csv(book: Gradebook) -> str:
+    """One row per student: each assignment's counting score and a note, then the total."""
+    header = ["student", "name"]
+    for a in book.assignments:
+        header += [f"{a.title} (score)", f"{a.title} (note)"]
+    lines = []
+    for row in book.rows:
+        line = [who(row.user), row.user.name]
+        for a in book.assignments:
+            cell = row.cells[a.id]
+            line += ["" if cell.counted.score is None else f"{cell.counted.score:g}", cell.note()]
+        lines.append(line + [f"{row.total:g}"])
+    return _csv(header + ["total"], lines)
+
+
+def submissions_csv(session: Session, book: Gradebook) -> str:
+    """One row per submission to the course's assignments: when (course time), what it
+    scored, its late penalty, and whether it is the one that counts."""
+    counting_ids = {cell.counted.submission_id for row in book.rows for cell in row.cells.values()
+                    if cell.counted.how != "override"}
+    by_id = {a.id: a for a in book.assignments}
+    students = {row.user.id: row for row in book.rows}
+    lines = []
+    if by_id:
+        for sub in session.scalars(select(Submission).where(Submission.assignment_id.in_(list(by_id)))
+                                   .order_by(Submission.created_at)):
+            row = students.get(sub.user_id)
+            if row is None:
+                continue  # staff trying their own assignment
+            assignment = by_id[sub.assignment_id]
+            rules = rules_of(assignment, row.cells[assignment.id].extension)
+            late = _aware(sub.created_at) > rules.due_at
+            lines.append([sub.id, who(row.user), assignment.title, shown(sub.created_at, book.course), sub.status,
+                          "" if sub.score is None else f"{sub.score:g}",
+                          "" if sub.max_score is None else f"{sub.max_score:g}",
+                          "yes" if late else "no", f"{late_penalty(rules, _aware(sub.created_at)):g}",
+                          "yes" if sub.id in counting_ids else "no"])
+    return _csv(["submission", "student", "assignment", "submitted_at", "status", "score", "max_score", "late",
+                 "late_penalty_percent", "counts"], lines)
