@@ -160,6 +160,126 @@ def set_password_command(email: str, password: str) -> None:
 
 # ------------------------------------------------------------------ api keys
 
+# ------------------------------------------------------------------ courses
+
+@main.group("course")
+def course_group() -> None:
+    """Courses run on the grader itself: members, assignments, the gradebook."""
+
+
+@course_group.command("create")
+@click.option("--title", required=True)
+@click.option("--code", required=True, help="A short name, such as DL101 (gradebook exports are named after it).")
+@click.option("--time-zone", default="UTC", show_default=True, help="An IANA name such as Asia/Seoul.")
+@click.option("--instructor", "instructor_email", help="The e-mail of a local account to make its instructor.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A CSV of members: email,name,role (student, ta or instructor).")
+def course_create_command(title: str, code: str, time_zone: str, instructor_email: str | None,
+                          roster: Path | None) -> None:
+    """Make a course; print its id."""
+    from grader import db
+    from grader.courses import assignments as courses
+
+    db.upgrade()
+    try:
+        with db.transaction() as session:
+            instructor = _account(session, instructor_email) if instructor_email else None
+            course = courses.create_course(session, title=title, code=code, time_zone=time_zone,
+                                           instructor=instructor)
+            if roster is not None:
+                result = courses.import_roster(session, course, courses.roster_rows(roster.read_text("utf-8")))
+                click.echo(f"{len(result.added)} members added; accounts made without a password for: "
+                           f"{', '.join(result.new_accounts) or 'nobody'}", err=True)
+            course_id = course.id
+    except courses.CourseError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"created course {code} ({title}), id:", err=True)
+    click.echo(course_id)
+
+
+def _account(session, email: str):
+    from sqlalchemy import func, select
+
+    from grader.accounts.models import User
+
+    user = session.scalar(select(User).where(func.lower(User.email) == email.lower()))
+    if user is None:
+        raise click.ClickException(f"there is no account {email!r} (grader create-user makes one)")
+    return user
+
+
+@main.group("assignment")
+def assignment_group() -> None:
+    """Assignments: an exercise in a course at a pinned version, with its due date and rules."""
+
+
+@assignment_group.command("create")
+@click.option("--course", "course_id", required=True, type=int)
+@click.option("--exercise", required=True, help="The exercise's slug.")
+@click.option("--due", "due_at", required=True, help="ISO 8601 with its zone: 2026-12-10T23:59+09:00.")
+@click.option("--opens", "opens_at")
+@click.option("--late-until")
+@click.option("--late-policy", type=click.Choice(["none", "per_day", "per_hour"]), default="none", show_default=True)
+@click.option("--late-percent", type=float, help="Lost per begun day or hour late.")
+@click.option("--late-cap", type=float, help="At most this many percent lost in all.")
+@click.option("--attempts", type=int)
+@click.option("--cooldown-minutes", type=int)
+@click.option("--counts", type=click.Choice(["best", "latest"]), default="best", show_default=True)
+@click.option("--feedback", type=click.Choice(["immediate", "after_due"]), default="immediate", show_default=True)
+@click.option("--title")
+def assignment_create_command(course_id: int, **fields) -> None:
+    """Place an exercise in a course; print the assignment's id."""
+    from grader import db
+    from grader.courses import assignments as courses
+    from grader.courses.models import Course
+
+    db.upgrade()
+    try:
+        with db.transaction() as session:
+            course = session.get(Course, course_id)
+            if course is None:
+                raise click.ClickException(f"there is no course {course_id}")
+            assignment = courses.create_assignment(session, course, **fields)
+            due, assignment_id = courses.shown(assignment.due_at, course), assignment.id
+    except courses.CourseError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"created assignment of {fields['exercise']}, due {due}, id:", err=True)
+    click.echo(assignment_id)
+
+
+@main.group("gradebook")
+def gradebook_group() -> None:
+    """A course's gradebook."""
+
+
+@gradebook_group.command("export")
+@click.option("--course", "code", required=True, help="The course's code (or its id).")
+@click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write CSV here (default: print it).")
+@click.option("--per", type=click.Choice(["student", "submission"]), default="student", show_default=True)
+def gradebook_export_command(code: str, out: Path | None, per: str) -> None:
+    """Export a course's gradebook as CSV, every time in the course's time zone."""
+    from sqlalchemy import or_, select
+
+    from grader import db
+    from grader.courses.gradebook import gradebook, students_csv, submissions_csv
+    from grader.courses.models import Course
+
+    with db.transaction() as session:
+        found = session.scalars(select(Course).where(or_(Course.code == code, Course.id == (
+            int(code) if code.isdigit() and len(code) < 10 else -1)))).all()
+        if len(found) != 1:
+            raise click.ClickException(f"no course {code!r}" if not found else
+                                       f"{len(found)} courses are called {code!r}: give the id instead")
+        book = gradebook(session, found[0])
+        text = students_csv(book) if per == "student" else submissions_csv(session, book)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {len(book.rows)} students' grades to {out}", err=True)
+
+
 @main.group("api-key")
 def api_key_group() -> None:
     """Keys for the REST API (/api/v1)."""
@@ -168,7 +288,8 @@ def api_key_group() -> None:
 @api_key_group.command("create")
 # The scopes of grader.accounts.keys.SCOPES, spelt out so that `grader` starts without Flask.
 @click.option("--scope", "scopes", multiple=True, required=True, type=click.Choice(
-    ("exercises:read", "submissions:read", "submissions:write")), help="What the key may do (repeatable).")
+    ("exercises:read", "submissions:read", "submissions:write", "courses:read", "courses:write", "grades:read",
+     "grades:write")), help="What the key may do (repeatable).")
 @click.option("--name", default="", help="Who or what the key is for.")
 def api_key_create_command(scopes: tuple[str, ...], name: str) -> None:
     """Create an API key and print it. It is shown only this once: only its hash is kept."""

@@ -255,7 +255,7 @@ def test_a_queued_submission_shows_its_status(client, auth, basics):
     response = client.get(f"/api/v1/submissions/{created['id']}", headers=auth)
     assert response.status_code == 200
     assert response.get_json() == {
-        "id": created["id"], "exercise": "autograd-basics", "exercise_version": 1, "user": "lms-42",
+        "id": created["id"], "exercise": "autograd-basics", "exercise_version": 1, "assignment": None, "user": "lms-42",
         "status": "queued", "progress": {"done": 0, "total": 0}, "score": None, "max_score": None,
         "failure_reason": None, "report": None}
 
@@ -460,13 +460,15 @@ def test_every_reference_in_the_document_resolves(client):
 
 
 def test_every_error_code_in_the_code_is_documented():
-    sources = [ROOT / "grader" / "api" / "views.py", ROOT / "grader" / "accounts" / "keys.py",
-               ROOT / "grader" / "submissions" / "__init__.py", ROOT / "grader" / "source.py",
-               ROOT / "grader" / "app.py"]
+    sources = [ROOT / "grader" / "api" / "views.py", ROOT / "grader" / "api" / "courses.py",
+               ROOT / "grader" / "accounts" / "keys.py", ROOT / "grader" / "submissions" / "__init__.py",
+               ROOT / "grader" / "source.py", ROOT / "grader" / "app.py",
+               ROOT / "grader" / "courses" / "assignments.py", ROOT / "grader" / "courses" / "rules.py"]
     codes = set()
     for source in sources:
         text = source.read_text(encoding="utf-8")
-        codes |= set(re.findall(r'(?:ApiError|SubmissionError|SourceError|KeyRefused)\(\s*"(\w+)"', text))
+        codes |= set(re.findall(r'(?:ApiError|SubmissionError|SourceError|KeyRefused|CourseError|Refusal)'
+                                r'\(\s*"(\w+)"', text))
         codes |= set(re.findall(r'\d{3}: "(\w+)"', text))
     assert codes and codes <= set(ERROR_CODES), codes - set(ERROR_CODES)
 

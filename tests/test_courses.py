@@ -34,8 +34,8 @@ def course_db(database_url):
                        max_score=6.0, functions=["grad_2xtx"], published=True))
         s.flush()
         course = courses.create_course(s, title="Deep learning", code="DL101", time_zone="Asia/Seoul")
-        roster = courses.import_roster(s, course, "email,name,role\nada@uni.edu,Ada,student\n"
-                                                  "bo@uni.edu,Bo,\ncy@uni.edu,Cy,student\nta@uni.edu,Tess,ta\n")
+        roster = courses.import_roster(s, course, courses.roster_rows(
+            "email,name,role\nada@uni.edu,Ada,student\nbo@uni.edu,Bo,\ncy@uni.edu,Cy,student\nta@uni.edu,Tess,ta\n"))
         assert roster.added == ["ada@uni.edu", "bo@uni.edu", "cy@uni.edu", "ta@uni.edu"]
         assignment = courses.create_assignment(
             s, course, exercise="autograd-basics", due_at=DUE.isoformat(), late_until=(DUE + 3 * DAY).isoformat(),
@@ -128,8 +128,8 @@ def test_a_roster_with_a_bad_line_imports_nothing_and_says_which(course_db):
     with db.transaction(url) as s:
         course = s.get(courses.Course, course_id)
         with pytest.raises(courses.CourseError) as caught:
-            courses.import_roster(s, course, "email,name,role\nnew@uni.edu,New,student\nnot-an-email,X,student\n"
-                                             "old@uni.edu,Old,professor\n")
+            courses.import_roster(s, course, courses.roster_rows(
+                "email,name,role\nnew@uni.edu,New,student\nnot-an-email,X,student\nold@uni.edu,Old,professor\n"))
         assert "nothing was imported" in caught.value.message and "line 3" in caught.value.message
         assert "line 4: the role must be one of student, ta, instructor" in caught.value.message
     with db.transaction(url) as s:
@@ -167,3 +167,35 @@ def test_the_services_clock_can_be_set_for_a_whole_process(monkeypatch):
     assert clock.now() == DUE
     with clock.travel(DUE + DAY):
         assert abs(clock.now() - (DUE + DAY)) < timedelta(seconds=5)
+
+
+def test_a_course_runs_from_the_command_line(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    url = f"sqlite:///{tmp_path / 'grader.db'}"
+    monkeypatch.setenv("GRADER_DATABASE_URL", url)
+    db.upgrade(url)
+    with db.transaction(url) as s:
+        s.add(Exercise(slug="autograd-basics", version=1, title={"en": "Your first gradient"}, device="any",
+                       max_score=6.0, functions=["grad_2xtx"], published=True))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("email,name,role\nada@uni.edu,Ada,student\n")
+    runner = CliRunner()
+    made = runner.invoke(main, ["course", "create", "--title", "Deep learning", "--code", "DL101",
+                                "--time-zone", "Asia/Seoul", "--roster", str(roster)])
+    assert made.exit_code == 0, made.output
+    course_id = made.stdout.strip().splitlines()[-1]
+    assignment = runner.invoke(main, ["assignment", "create", "--course", course_id, "--exercise", "autograd-basics",
+                                      "--due", "2026-12-10T23:59+09:00", "--attempts", "0"])
+    assert assignment.exit_code != 0 and "the number of attempts must be a whole number from 1" in assignment.output
+    assignment = runner.invoke(main, ["assignment", "create", "--course", course_id, "--exercise", "autograd-basics",
+                                      "--due", "2026-12-10T23:59+09:00"])
+    assert assignment.exit_code == 0 and "due 2026-12-10 23:59 KST (Asia/Seoul)" in assignment.output
+    grade(url, submit(url, int(assignment.stdout.strip().splitlines()[-1]), "ada@uni.edu", DUE - HOUR), 6)
+    exported = runner.invoke(main, ["gradebook", "export", "--course", "DL101", "--csv", str(tmp_path / "g.csv")])
+    assert exported.exit_code == 0, exported.output
+    rows = list(csv.DictReader((tmp_path / "g.csv").open()))
+    assert [(r["student"], r["total"]) for r in rows] == [("ada@uni.edu", "6")]
+    db.engine_for(url).dispose()

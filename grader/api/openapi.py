@@ -13,6 +13,7 @@ ERROR_CODES = {
     "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
     "insufficient_scope": 403,
     "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
+    "course_not_found": 404, "assignment_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
     "request_too_large": 413, "source_too_large": 413,
@@ -20,7 +21,10 @@ ERROR_CODES = {
     "invalid_url": 422,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
-    "rate_limited": 429, "too_many_new_users": 429,
+    "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
+    "not_a_member": 422,
+    "not_open": 409, "closed": 409, "no_attempts_left": 409,
+    "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429,
     "internal_error": 500,
     "http_error": 400,  # any other HTTP error, with its own status
 }
@@ -88,9 +92,13 @@ SCHEMAS = {
         }],
     },
     "NewSubmission": {
-        "type": "object", "required": ["exercise", "source", "user"], "additionalProperties": False,
+        "type": "object", "required": ["source", "user"], "additionalProperties": False,
+        "description": "Names an exercise (practice, graded against its published version) or an assignment "
+                       "of one of this key's courses (under its rules, against the version it pinned), "
+                       "not both.",
         "properties": {
             "exercise": {"type": "string", "description": "The exercise's slug.", "example": "autograd-basics"},
+            "assignment": {"type": "integer", "description": "An assignment's id."},
             "source": {"type": "string", "minLength": 1,
                        "description": f"The Python source, at most {MAX_SOURCE_BYTES} bytes as UTF-8, "
                                       "not blank, no NUL characters."},
@@ -108,12 +116,13 @@ SCHEMAS = {
     },
     "Submission": {
         "type": "object",
-        "required": ["id", "exercise", "exercise_version", "user", "status", "progress", "score",
+        "required": ["id", "exercise", "exercise_version", "assignment", "user", "status", "progress", "score",
                      "max_score", "failure_reason", "report"],
         "properties": {
             "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
             "exercise": {"type": "string"},
             "exercise_version": {"type": "integer"},
+            "assignment": {"type": "integer", "nullable": True},
             "user": {"type": "string", "nullable": True,
                      "description": "The user's external id (null for users who signed in on the site)."},
             "status": {"type": "string", "enum": ["queued", "running", "graded", "failed"],
@@ -146,6 +155,93 @@ SCHEMAS = {
                                       "sha256=<hex HMAC-SHA256(secret, \"<timestamp>.<body>\")>`. Any 2xx "
                                       "answer ends it; others are retried with growing delays."},
             "events": {"type": "array", "items": {"type": "string", "enum": ["submission.completed"]}},
+        },
+    },
+    **{
+        "NewCourse": {
+            "type": "object", "required": ["title", "code"], "additionalProperties": False,
+            "properties": {"title": {"type": "string", "maxLength": 500}, "code": {"type": "string", "maxLength": 200},
+                           "time_zone": {"type": "string", "example": "Asia/Seoul",
+                                         "description": "An IANA name; every time of the course is shown in it "
+                                                        "(default UTC)."}},
+        },
+        "Course": {
+            "type": "object", "required": ["id", "title", "code", "time_zone", "assignments"],
+            "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "code": {"type": "string"},
+                           "time_zone": {"type": "string"},
+                           "assignments": {"type": "array", "items": _ref("Assignment")}},
+        },
+        "Members": {
+            "type": "object", "required": ["members"], "additionalProperties": False,
+            "properties": {"members": {"type": "array", "items": {
+                "type": "object", "required": ["user"],
+                "properties": {"user": {"type": "string", "description": "Your id for the person, as in submissions."},
+                               "name": {"type": "string"},
+                               "role": {"type": "string", "enum": ["student", "ta", "instructor"]}}}}},
+        },
+        "Roster": {
+            "type": "object", "required": ["added", "changed", "members"],
+            "properties": {"added": {"type": "array", "items": {"type": "string"}},
+                           "changed": {"type": "array", "items": {"type": "string"}},
+                           "members": {"type": "array", "items": {"type": "object"}}},
+        },
+        "NewAssignment": {
+            "type": "object", "required": ["exercise", "due_at"], "additionalProperties": False,
+            "description": "Times are ISO 8601 with their zone (2026-12-10T23:59+09:00).",
+            "properties": {
+                "exercise": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
+                "title": {"type": "string"}, "opens_at": {"type": "string", "format": "date-time"},
+                "late_until": {"type": "string", "format": "date-time",
+                               "description": "Late submissions are taken until then; none without it."},
+                "late_policy": {"type": "string", "enum": ["none", "per_day", "per_hour"]},
+                "late_percent": {"type": "number", "minimum": 0, "maximum": 100,
+                                 "description": "Lost per begun day or hour late."},
+                "late_cap": {"type": "number", "minimum": 0, "maximum": 100},
+                "attempts": {"type": "integer", "minimum": 1}, "cooldown_minutes": {"type": "integer", "minimum": 0},
+                "counts": {"type": "string", "enum": ["best", "latest"]},
+                "feedback": {"type": "string", "enum": ["immediate", "after_due"],
+                             "description": "When students see their hidden tests' results."},
+                "version": {"type": "integer", "description": "The exercise version to pin (default: the one "
+                                                             "published now)."},
+            },
+        },
+        "Assignment": {
+            "type": "object", "required": ["id", "course", "exercise", "version", "title", "due_at"],
+            "description": "Times in the course's time zone, with it: 2026-12-10 23:59 KST (Asia/Seoul).",
+            "properties": {"id": {"type": "integer"}, "course": {"type": "integer"}, "exercise": {"type": "string"},
+                           "version": {"type": "integer"}, "title": {"type": "string"},
+                           "opens_at": {"type": "string", "nullable": True}, "due_at": {"type": "string"},
+                           "late_until": {"type": "string", "nullable": True}, "late_policy": {"type": "string"},
+                           "late_percent": {"type": "number"}, "late_cap": {"type": "number", "nullable": True},
+                           "attempts": {"type": "integer", "nullable": True},
+                           "cooldown_minutes": {"type": "integer"}, "counts": {"type": "string"},
+                           "feedback": {"type": "string"}},
+        },
+        "NewExtension": {
+            "type": "object", "required": ["user", "reason"], "additionalProperties": False,
+            "properties": {"user": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
+                           "extra_attempts": {"type": "integer", "minimum": 0},
+                           "reason": {"type": "string", "description": "Shown to the student."}},
+        },
+        "Extension": {"type": "object", "required": ["assignment", "user", "extra_attempts", "reason"],
+                      "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
+                                     "due_at": {"type": "string", "nullable": True},
+                                     "extra_attempts": {"type": "integer"}, "reason": {"type": "string"}}},
+        "NewOverride": {
+            "type": "object", "required": ["user", "score", "reason"], "additionalProperties": False,
+            "properties": {"user": {"type": "string"}, "score": {"type": "number", "minimum": 0},
+                           "reason": {"type": "string"}},
+        },
+        "Override": {"type": "object", "required": ["assignment", "user", "score", "reason", "set_by", "set_at"],
+                     "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
+                                    "score": {"type": "number"}, "reason": {"type": "string"},
+                                    "set_by": {"type": "string"}, "set_at": {"type": "string"}}},
+        "Gradebook": {
+            "type": "object", "required": ["course", "assignments", "students"],
+            "description": "Per student, each assignment's score that counts under its rules (best or latest, "
+                           "after late penalties; or the override), with its late mark, extension and override.",
+            "properties": {"course": {"type": "object"}, "assignments": {"type": "array", "items": {"type": "object"}},
+                           "students": {"type": "array", "items": {"type": "object"}}},
         },
     },
 }
@@ -183,13 +279,19 @@ def _paths() -> dict:
                 "413": _error(f"The source is over {MAX_SOURCE_BYTES} bytes, or the body far over.",
                               "source_too_large", "request_too_large"),
                 "415": _error("The body is not application/json (UTF-8).", "unsupported_media_type"),
+                "404": _error("This key has no assignment with this id.", "assignment_not_found"),
+                "409": _error("The assignment takes no submission from this student now: not open yet, "
+                              "closed, or all attempts used. The message says until when where it reopens.",
+                              "not_open", "closed", "no_attempts_left"),
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
-                              "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid"),
+                              "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",
+                              "not_a_member"),
                 "429": {**_error("Too many accepted submissions for this user, or for this key whatever the "
-                                 "user, lately; or too many new users made by this key in the last hour. "
-                                 "The `Retry-After` header says in how many seconds to try again.",
-                                 "rate_limited", "too_many_new_users"),
+                                 "user, lately; too many new users made by this key in the last hour; or the "
+                                 "assignment's cool-down between attempts. The `Retry-After` header says in "
+                                 "how many seconds to try again.",
+                                 "rate_limited", "too_many_new_users", "cooling_down"),
                         "headers": {"Retry-After": {"schema": {"type": "integer"},
                                                     "description": "Seconds until a submission is accepted."}}},
             },
@@ -223,11 +325,76 @@ def _paths() -> dict:
             "responses": {"204": {"description": "Deleted; nothing more is delivered there."}, **_AUTH_ERRORS,
                           "404": _error("This key has no webhook with this id.", "webhook_not_found")},
         }},
+        **_course_paths(),
         "/openapi.json": {"get": {
             "operationId": "getOpenApi", "summary": "This document", "security": [],
             "responses": {"200": {"description": "The OpenAPI document.",
                                   "content": {"application/json": {"schema": {"type": "object"}}}}},
         }},
+    }
+
+
+def _json_body(schema: str) -> dict:
+    return {"required": True, "content": {"application/json": {"schema": _ref(schema)}}}
+
+
+def _course_paths() -> dict:
+    def ids(*names):
+        return [{"name": n, "in": "path", "required": True, "schema": {"type": "integer"}} for n in names]
+
+    bad = ("invalid_body", "unknown_field", "missing_field", "wrong_type")
+    course_missing = {"404": _error("This key has no course with this id.", "course_not_found")}
+    assignment_missing = {"404": _error("This key has no assignment with this id.", "assignment_not_found")}
+    return {
+        "/courses": {"post": {
+            "operationId": "createCourse", "summary": "Make a course (this key's own)",
+            "x-required-scope": "courses:write", "requestBody": _json_body("NewCourse"),
+            "responses": {"201": _ok("Made.", "Course"), **_AUTH_ERRORS,
+                          "422": _error("Not a course.", *bad, "invalid_course")}}},
+        "/courses/{course_id}": {"get": {
+            "operationId": "getCourse", "summary": "A course and its assignments",
+            "x-required-scope": "courses:read", "parameters": ids("course_id"),
+            "responses": {"200": _ok("The course.", "Course"), **_AUTH_ERRORS, **course_missing}}},
+        "/courses/{course_id}/members": {"put": {
+            "operationId": "putMembers", "summary": "Add members or change their roles",
+            "description": "JSON (`members`), or `text/csv` whose first line is `user,name,role`. Every line is "
+                           "checked first: one bad line imports nothing, and the error names the lines.",
+            "x-required-scope": "courses:write", "parameters": ids("course_id"),
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Members")},
+                                                          "text/csv": {"schema": {"type": "string"}}}},
+            "responses": {"200": _ok("The course's members now.", "Roster"), **_AUTH_ERRORS, **course_missing,
+                          "422": _error("A line is not a member.", *bad, "invalid_roster", "invalid_user")}}},
+        "/courses/{course_id}/assignments": {"post": {
+            "operationId": "createAssignment", "summary": "Place an exercise in the course, with its rules",
+            "x-required-scope": "courses:write", "parameters": ids("course_id"),
+            "requestBody": _json_body("NewAssignment"),
+            "responses": {"201": _ok("Made.", "Assignment"), **_AUTH_ERRORS, **course_missing,
+                          "422": _error("Not an assignment.", *bad, "invalid_assignment", "unknown_exercise")}}},
+        "/courses/{course_id}/gradebook": {"get": {
+            "operationId": "getGradebook", "summary": "Every student against every assignment",
+            "x-required-scope": "grades:read", "parameters": ids("course_id") + [
+                {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv"]}},
+                {"name": "per", "in": "query", "schema": {"type": "string", "enum": ["student", "submission"]},
+                 "description": "CSV rows: one per student (default) or one per submission."}],
+            "responses": {"200": {"description": "The gradebook.",
+                                  "content": {"application/json": {"schema": _ref("Gradebook")},
+                                              "text/csv": {"schema": {"type": "string"}}}},
+                          "400": _error("An unknown format.", "bad_request"), **_AUTH_ERRORS, **course_missing}}},
+        "/assignments/{assignment_id}/extensions": {"post": {
+            "operationId": "grantExtension", "summary": "A later due date or extra attempts for one student",
+            "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
+            "requestBody": _json_body("NewExtension"),
+            "responses": {"201": _ok("Granted (it replaces an earlier one).", "Extension"), **_AUTH_ERRORS,
+                          **assignment_missing,
+                          "422": _error("Not an extension.", *bad, "invalid_extension", "invalid_user",
+                                        "not_a_member")}}},
+        "/assignments/{assignment_id}/overrides": {"post": {
+            "operationId": "setOverride", "summary": "Set one student's score by hand, with the reason",
+            "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
+            "requestBody": _json_body("NewOverride"),
+            "responses": {"201": _ok("Set (it replaces an earlier one).", "Override"), **_AUTH_ERRORS,
+                          **assignment_missing,
+                          "422": _error("Not a score.", *bad, "invalid_assignment", "invalid_user", "not_a_member")}}},
     }
 
 

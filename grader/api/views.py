@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 
 from flask import Blueprint, current_app, g, jsonify, request, url_for
@@ -20,6 +21,9 @@ from grader import submissions, webhooks
 from grader.accounts import keys
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise
+from grader.courses import assignments
+from grader.courses.models import Assignment, Course
+from grader.db import now
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import get_db, limiter
 from grader.submissions.models import Submission, SubmissionStatus
@@ -30,7 +34,8 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
-_SUBMISSION_FIELDS = ("exercise", "source", "user")
+# It names an exercise (practice) or an assignment of one of the key's courses, not both.
+_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "user")
 _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
@@ -141,17 +146,22 @@ def _json_body() -> dict:
     return body
 
 
-def _submission_fields(body: dict) -> tuple[str, str, str]:
+def _submission_fields(body: dict) -> tuple[str | int, str, str]:
     unknown = sorted(set(body) - set(_SUBMISSION_FIELDS))
     if unknown:
         raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_SUBMISSION_FIELDS)}")
-    missing = [name for name in _SUBMISSION_FIELDS if name not in body]
+    target = [name for name in ("exercise", "assignment") if name in body]
+    missing = [name for name in ("source", "user") if name not in body] + ([] if target else ["exercise"])
     if missing:
         raise ApiError("missing_field", f"missing required fields {missing}")
-    for name in _SUBMISSION_FIELDS:
-        if not isinstance(body[name], str):
+    if len(target) > 1:
+        raise ApiError("invalid_body", "name an exercise or an assignment, not both")
+    for name in ("source", "user", "exercise"):
+        if name in body and not isinstance(body[name], str):
             raise ApiError("wrong_type", f"{name!r} must be a string, not {_json_type(body[name])}")
-    return body["exercise"], body["source"], body["user"]
+    if "assignment" in body and type(body["assignment"]) is not int:
+        raise ApiError("wrong_type", f"'assignment' must be a number, not {_json_type(body['assignment'])}")
+    return body[target[0]], body["source"], body["user"]
 
 
 def _json_type(value) -> str:
@@ -205,17 +215,21 @@ def _accepted(response) -> bool:
 @limiter.limit(_key_limit, key_func=_key_prefix, deduct_when=_accepted)
 @requires("submissions:write")
 def create_submission():
-    slug, source, user = _submission_fields(_json_body())
+    target, source, user = _submission_fields(_json_body())
     user = _check_user(user)
     try:
         if not _is_text(source):
             raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
         submissions.check_source(source)  # before the database is touched at all
-        if not is_slug(slug):
-            raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {slug[:100]!r}")
-        submission_id, device = _store(slug, source, user)
+        if isinstance(target, str) and not is_slug(target):
+            raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {target[:100]!r}")
+        submission_id, device = _store(target, source, user)
     except submissions.SubmissionError as exc:
         retry = getattr(exc, "retry_after", None)
+        reopens = getattr(exc, "reopens_at", None)
+        if reopens is not None:
+            retry = max(1, math.ceil((reopens - now()).total_seconds()))
+            exc.message += f"; it reopens at {reopens.isoformat(timespec='seconds')}"
         raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None) from None
     submissions.send(submission_id, device)  # only now: the row is committed
     url = url_for("api.get_submission", submission_id=submission_id, _external=True)
@@ -224,25 +238,38 @@ def create_submission():
     return response
 
 
-def _store(slug: str, source: str, user: str) -> tuple[str, str]:
+def _store(target: str | int, source: str, user: str) -> tuple[str, str]:
     """Commit the user (made on first sight) and the queued submission together."""
     try:
-        return _store_once(slug, source, user)
+        return _store_once(target, source, user)
     except IntegrityError:
         # Two first submissions of one new user at once: the other request made the
         # user between our look-up and our insert; now the look-up finds it.
-        return _store_once(slug, source, user)
+        return _store_once(target, source, user)
 
 
-def _store_once(slug: str, source: str, user: str) -> tuple[str, str]:
+def _store_once(target: str | int, source: str, user: str) -> tuple[str, str]:
     with get_db() as session:
+        assignment = _own_assignment(session, target) if isinstance(target, int) else None
         # The key's own user: key B's "alice" is not key A's, nor an LMS's.
         owner = submissions.api_user(session, g.caller.key_id, user,
                                      new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
-        row = submissions.create(session, user=owner, exercise_slug=slug, source=source)
+        if assignment is not None:  # under the assignment's rules: its window, attempts, cool-down
+            row = assignments.submit(session, user=owner, assignment=assignment, source=source)
+        else:
+            row = submissions.create(session, user=owner, exercise_slug=target, source=source)
         # The key's webhooks hear about it when it is graded.
         session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=g.caller.key_id))
         return row.id, row.exercise.device
+
+
+def _own_assignment(session, assignment_id: int) -> Assignment:
+    """An assignment of one of this key's courses; any other is not found."""
+    assignment = session.get(Assignment, assignment_id) if 0 < assignment_id < 2**31 else None
+    course = session.get(Course, assignment.course_id) if assignment is not None else None
+    if course is None or course.api_key_id != g.caller.key_id:
+        raise ApiError("assignment_not_found", f"this key has no assignment {assignment_id}")
+    return assignment
 
 
 @bp.get("/submissions/<submission_id>")
@@ -258,7 +285,8 @@ def get_submission(submission_id: str):
             user = submissions.shown_external_id(row.user) if row is not None else None
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
-    return jsonify(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version, user=user,
+    return jsonify(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version,
+                   assignment=row.assignment_id, user=user,
                    status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
                    score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
                    report=row.report)

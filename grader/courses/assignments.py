@@ -109,28 +109,37 @@ class RosterResult:
     new_accounts: list[str] = field(default_factory=list)  # accounts made for e-mails not seen before
 
 
-def import_roster(session: Session, course: Course, text: str, *, find_user=None) -> RosterResult:
-    """Members from a CSV with the columns ``email``, ``name`` and ``role`` (student, ta or
-    instructor; student where empty). Every line is checked before any is stored.
-    ``find_user(identifier)`` names members another way (the API's users); by default a
-    line's e-mail finds a local account, made without a password where there is none."""
+def roster_rows(text: str) -> list[dict]:
+    """The lines of a roster CSV (a first line naming its columns) as dicts."""
     try:
-        rows = list(csv.DictReader(io.StringIO(text)))
+        return list(csv.DictReader(io.StringIO(text)))
     except csv.Error as exc:
         raise CourseError("invalid_roster", f"the roster is not CSV ({exc})") from None
+
+
+def import_roster(session: Session, course: Course, rows: list[dict], *, find_user=None) -> RosterResult:
+    """Members from roster lines with ``email``, ``name`` and ``role`` (student, ta or
+    instructor; student where empty). Every line is checked before any is stored.
+    ``find_user(identifier, name)`` names members another way (an API key's users, by a
+    ``user`` column); by default a line's e-mail finds a local account, made without a
+    password where there is none."""
     if not rows:
         raise CourseError("invalid_roster", "the roster has no members: its first line names the columns "
                                             "email,name,role and each line after it is one member")
     if len(rows) > MAX_ROSTER_LINES:
         raise CourseError("invalid_roster", f"the roster has {len(rows)} lines; the limit is {MAX_ROSTER_LINES}")
     key = "user" if find_user is not None else "email"
-    if key not in (rows[0].keys() if rows else ()):
-        raise CourseError("invalid_roster", f"the roster's first line must name the columns {key},name,role")
+    if not all(isinstance(row, dict) and isinstance(row.get(key), str) for row in rows):
+        raise CourseError("invalid_roster", f"every member of the roster needs a {key} (a CSV's first line names "
+                                            f"the columns {key},name,role)")
     problems, wanted = [], []
     for number, row in enumerate(rows, start=2):
-        who = (row.get(key) or "").strip()
-        role = (row.get("role") or "student").strip().lower()
-        name = (row.get("name") or "").strip()
+        who = row[key].strip()
+        role, name = row.get("role") or "student", row.get("name") or ""
+        if not isinstance(role, str) or not isinstance(name, str):
+            problems.append(f"line {number}: the name and role must be text")
+            continue
+        role, name = role.strip().lower(), name.strip()
         if key == "email" and not _EMAIL.match(who):
             problems.append(f"line {number}: {who[:80]!r} is not an e-mail address")
         elif not who or len(who) > 200 or any(ord(c) < 32 for c in who + name):

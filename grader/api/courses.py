@@ -1,0 +1,185 @@
+"""/api/v1 for running a course: courses, their members, assignments, extensions,
+overrides and the gradebook. A course made with an API key is that key's alone, and its
+members are the key's own users (the same ``user`` values its submissions name)."""
+
+from __future__ import annotations
+
+from flask import Response, current_app, g, jsonify, request
+
+from grader import submissions
+from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
+from grader.courses import assignments as courses
+from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
+from grader.courses.models import Assignment, Course
+from grader.extensions import get_db
+
+_COURSE_FIELDS = ("title", "code", "time_zone")
+_ASSIGNMENT_FIELDS = ("exercise", "due_at", "title", "opens_at", "late_until", "late_policy", "late_percent",
+                      "late_cap", "attempts", "cooldown_minutes", "counts", "feedback", "version")
+
+
+def _fields(body: dict, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(known)}")
+    missing = [name for name in required if name not in body]
+    if missing:
+        raise ApiError("missing_field", f"missing required fields {missing}")
+    return body
+
+
+def _course(session, course_id: int) -> Course:
+    course = session.get(Course, course_id) if course_id < 2**31 else None
+    if course is None or course.api_key_id != g.caller.key_id:
+        raise ApiError("course_not_found", f"this key has no course {course_id}")
+    return course
+
+
+def _assignment(session, assignment_id: int) -> tuple[Assignment, Course]:
+    assignment = _own_assignment(session, assignment_id)
+    return assignment, session.get(Course, assignment.course_id)
+
+
+def _user(session, user: str, name: str = ""):
+    """One of the key's own users, made on first sight (as a submission would)."""
+    if not isinstance(user, str):
+        raise ApiError("wrong_type", "'user' must be a string")
+    try:
+        return submissions.api_user(session, g.caller.key_id, _check_user(user),
+                                    new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
+    except submissions.SubmissionError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+def _by() -> str:
+    return f"API key {g.caller.prefix}"
+
+
+def course_json(session, course: Course) -> dict:
+    return {"id": course.id, "title": course.title, "code": course.code, "time_zone": course.time_zone,
+            "assignments": [assignment_json(a, course) for a in
+                            session.query(Assignment).filter_by(course_id=course.id).order_by(Assignment.due_at)]}
+
+
+def assignment_json(a: Assignment, course: Course) -> dict:
+    return {"id": a.id, "course": course.id, "exercise": a.exercise_slug, "version": a.exercise_version,
+            "title": a.title, "opens_at": courses.shown(a.opens_at, course) or None,
+            "due_at": courses.shown(a.due_at, course), "late_until": courses.shown(a.late_until, course) or None,
+            "late_policy": a.late_policy, "late_percent": a.late_percent, "late_cap": a.late_cap,
+            "attempts": a.attempts, "cooldown_minutes": a.cooldown_seconds // 60, "counts": a.counts,
+            "feedback": a.feedback}
+
+
+def _created(payload: dict) -> Response:
+    response = jsonify(payload)
+    response.status_code = 201
+    return response
+
+
+@bp.post("/courses")
+@requires("courses:write")
+def create_course():
+    body = _fields(_json_body(), _COURSE_FIELDS, ("title", "code"))
+    try:
+        with get_db() as session:
+            course = courses.create_course(session, title=body["title"], code=body["code"],
+                                           time_zone=body.get("time_zone"), api_key_id=g.caller.key_id)
+            return _created(course_json(session, course))
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+@bp.get("/courses/<int:course_id>")
+@requires("courses:read")
+def get_course(course_id: int):
+    with get_db() as session:
+        return jsonify(course_json(session, _course(session, course_id)))
+
+
+@bp.put("/courses/<int:course_id>/members")
+@requires("courses:write")
+def put_members(course_id: int):
+    """Add members, or change their roles: a JSON list, or CSV with the columns user,name,role."""
+    if request.mimetype == "text/csv":
+        try:
+            text = request.get_data(cache=False).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError("body_not_utf8", "the CSV is not UTF-8 text") from None
+        rows = None
+    else:
+        body = _fields(_json_body(), ("members",), ("members",))
+        rows = body["members"]
+        if not isinstance(rows, list):
+            raise ApiError("wrong_type", "'members' must be an array of objects with user, name and role")
+    try:
+        with get_db() as session:
+            course = _course(session, course_id)
+            rows = courses.roster_rows(text) if rows is None else rows
+            result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name))
+            return jsonify(added=result.added, changed=result.changed,
+                           members=[{"user": who(u), "name": u.name, "role": role}
+                                    for u, role in courses.members(session, course)])
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+@bp.post("/courses/<int:course_id>/assignments")
+@requires("courses:write")
+def create_assignment(course_id: int):
+    body = _fields(_json_body(), _ASSIGNMENT_FIELDS, ("exercise", "due_at"))
+    try:
+        with get_db() as session:
+            course = _course(session, course_id)
+            assignment = courses.create_assignment(session, course, **body)
+            return _created(assignment_json(assignment, course))
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+@bp.get("/courses/<int:course_id>/gradebook")
+@requires("grades:read")
+def get_gradebook(course_id: int):
+    fmt, per = request.args.get("format", "json"), request.args.get("per", "student")
+    if fmt not in ("json", "csv") or per not in ("student", "submission"):
+        raise ApiError("bad_request", "format is json or csv; per is student or submission")
+    with get_db() as session:
+        course = _course(session, course_id)
+        book = gradebook(session, course)
+        if fmt == "json":
+            return jsonify(as_json(book))
+        text = students_csv(book) if per == "student" else submissions_csv(session, book)
+    name = f"{course.code or 'course'}-{per}s.csv".replace('"', "")
+    return Response(text, mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@bp.post("/assignments/<int:assignment_id>/extensions")
+@requires("grades:write")
+def grant_extension(assignment_id: int):
+    body = _fields(_json_body(), ("user", "due_at", "extra_attempts", "reason"), ("user", "reason"))
+    try:
+        with get_db() as session:
+            assignment, course = _assignment(session, assignment_id)
+            extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
+                                                due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
+                                                reason=body["reason"], by=_by())
+            return _created({"assignment": assignment.id, "user": body["user"],
+                             "due_at": courses.shown(extension.due_at, course) or None,
+                             "extra_attempts": extension.extra_attempts, "reason": extension.reason})
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+@bp.post("/assignments/<int:assignment_id>/overrides")
+@requires("grades:write")
+def set_override(assignment_id: int):
+    body = _fields(_json_body(), ("user", "score", "reason"), ("user", "score", "reason"))
+    try:
+        with get_db() as session:
+            assignment, course = _assignment(session, assignment_id)
+            override = courses.set_override(session, assignment, _user(session, body["user"]), score=body["score"],
+                                            reason=body["reason"], by=_by())
+            return _created({"assignment": assignment.id, "user": body["user"], "score": override.score,
+                             "reason": override.reason, "set_by": override.set_by,
+                             "set_at": courses.shown(override.set_at, course)})
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
