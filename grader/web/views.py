@@ -14,7 +14,10 @@ from sqlalchemy import func, select
 from grader import submissions
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
-from grader.courses import access
+from grader.courses import access, assignments
+from grader.courses.models import Assignment, Course
+from grader.courses.rules import feedback_released
+from grader.db import now
 from grader.escapes import shown
 from grader.extensions import get_db, limiter
 from grader.settings import MAX_SOURCE_BYTES
@@ -33,8 +36,10 @@ def lang() -> str:
 
 
 def best_scores(session, user_id: int) -> dict[str, float]:
+    """Per exercise, the best practice score (work for an assignment counts on its course's page)."""
     rows = session.execute(select(Submission.exercise_slug, func.max(Submission.score))
-                           .where(Submission.user_id == user_id, Submission.status == SubmissionStatus.GRADED)
+                           .where(Submission.user_id == user_id, Submission.status == SubmissionStatus.GRADED,
+                                  Submission.assignment_id.is_(None))
                            .group_by(Submission.exercise_slug))
     return {slug: score for slug, score in rows}
 
@@ -79,8 +84,9 @@ def _exercise_page(slug: str, *, source: str = "", error: str | None = None, sta
         mine = s.scalars(select(Submission).where(Submission.user_id == g.user.id,
                                                   Submission.exercise_slug == slug)
                          .order_by(Submission.created_at.desc()).limit(20)).all()
+        held = held_ids(s, mine)
     text = statement(slug)
-    return render_template("exercise.html", exercise=row, mine=mine, error=error, source=source,
+    return render_template("exercise.html", exercise=row, mine=mine, held=held, error=error, source=source,
                            statement=markdown_html(text) if text is not None else None,
                            max_bytes=MAX_SOURCE_BYTES), status
 
@@ -128,6 +134,24 @@ def _own_submission(s, submission_id: str) -> Submission:
     return row
 
 
+def held_ids(s, rows: list[Submission]) -> set[str]:
+    """Which of ``rows`` have their score held from the viewer (see held_until)."""
+    return {row.id for row in rows if row.assignment_id is not None and held_until(s, row)}
+
+
+def held_until(s, row: Submission) -> str | None:
+    """When the hidden tests' results of ``row`` are shown to its student, if they are held
+    from the viewer now (an assignment that releases them after its due date); else None.
+    Staff see everything."""
+    if row.assignment_id is None or row.user_id != g.user.id:
+        return None
+    assignment = s.get(Assignment, row.assignment_id)
+    rules = assignments.rules_of(assignment, assignments.extension_of(s, assignment, row.user_id))
+    if feedback_released(rules, now()) or access.is_staff_of(s, g.user, assignment.course_id):
+        return None
+    return assignments.shown(rules.due_at, s.get(Course, assignment.course_id))
+
+
 @bp.get("/submissions/<submission_id>")
 @login_required
 def submission(submission_id: str):
@@ -135,9 +159,14 @@ def submission(submission_id: str):
         row = _own_submission(s, submission_id)
         exercise_row = row.exercise
         owner = row.user
+        held = held_until(s, row)
     tests = localized_tests(row.report, lang()) if row.report else []
+    hidden = [t for t in tests if not t.get("visible")] if held else []
+    if held:
+        tests = [t for t in tests if t.get("visible")]
     return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner,
-                           tests=tests, pending=row.status in PENDING)
+                           tests=tests, pending=row.status in PENDING, held=held, held_count=len(hidden),
+                           visible_points=(sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)))
 
 
 @bp.get("/submissions/<submission_id>/status")
@@ -146,8 +175,9 @@ def submission_status(submission_id: str):
     """What the submission page polls while the grade runs."""
     with get_db() as s:
         row = _own_submission(s, submission_id)
+        held = held_until(s, row)
     return jsonify(status=row.status, done=row.progress_done, total=row.progress_total,
-                   score=row.score, max_score=row.max_score)
+                   score=None if held else row.score, max_score=None if held else row.max_score)
 
 
 @bp.get("/submissions")
@@ -158,7 +188,8 @@ def my_submissions():
                          .order_by(Submission.created_at.desc()).limit(200)).all()
         best = best_scores(s, g.user.id)
         titles = {e.slug: e.title for e in s.scalars(select(Exercise))}
-    return render_template("submissions.html", submissions=rows, best=best, titles=titles)
+        held = held_ids(s, rows)
+    return render_template("submissions.html", submissions=rows, best=best, titles=titles, held=held)
 
 
 # Reports stored before the engine escaped them, and the submitted source (bidi
@@ -178,6 +209,8 @@ def page_helpers() -> dict:
     }
     upload_labels = {UploadStatus.CHECKING: _("Checking…"), UploadStatus.PUBLISHED: _("Published"),
                      UploadStatus.REJECTED: _("Rejected")}
+    roles = {"student": _("student"), "ta": _("teaching assistant"), "instructor": _("instructor")}
     return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
+            "role_label": lambda role: roles.get(role, role),
             "upload_label": lambda status: upload_labels.get(status, status),
             "report_status_label": lambda status: report_labels.get(status, status)}

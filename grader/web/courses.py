@@ -1,0 +1,347 @@
+"""The course pages: a member's courses and their assignments (due dates in the course's
+time zone, attempts, the score that counts and why), submitting to an assignment under
+its rules, and for staff the roster, new assignments, extensions, overrides and the
+gradebook with its CSV exports."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import Response, abort, current_app, g, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from sqlalchemy import select
+
+from grader import submissions
+from grader.catalog.models import Exercise
+from grader.courses import access
+from grader.courses import assignments as courses
+from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
+from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember
+from grader.courses.rules import feedback_released
+from grader.db import now
+from grader.extensions import get_db, limiter
+from grader.settings import MAX_SOURCE_BYTES
+from grader.submissions.models import Submission
+from grader.web import bp
+from grader.web.auth import login_required
+from grader.web.render import markdown_html
+from grader.web.views import _error_text, held_ids, statement
+
+
+def _course(s, course_id: int) -> tuple[Course, str | None]:
+    """The course and the viewer's role in it; 404 unless they are in it (or an admin)."""
+    course = s.get(Course, course_id) if course_id < 2**31 else None
+    role = courses.role_in(s, course, g.user) if course is not None else None
+    if course is None or (role is None and not access.is_admin(g.user)):
+        abort(404)
+    return course, role
+
+
+def _staff(role: str | None) -> bool:
+    return role in STAFF_ROLES or access.is_admin(g.user)
+
+
+def _holds(standing, role: str | None) -> bool:
+    """Whether the score that counts is held from this student until the due date (it
+    reflects the hidden tests, whose results the assignment releases only then)."""
+    return standing is not None and not _staff(role) and not feedback_released(standing.rules, now())
+
+
+def _assignment(s, assignment_id: int) -> tuple[Assignment, Course, str | None]:
+    assignment = s.get(Assignment, assignment_id) if assignment_id < 2**31 else None
+    if assignment is None:
+        abort(404)
+    return (assignment, *_course(s, assignment.course_id))
+
+
+def time_left(until: datetime) -> str:
+    left = int((until - now()).total_seconds())
+    if left <= 0:
+        return _("past")
+    days, hours, minutes = left // 86400, left % 86400 // 3600, left % 3600 // 60
+    if days:
+        return _("%(d)d days %(h)d hours left", d=days, h=hours)
+    return _("%(h)d hours %(m)d minutes left", h=hours, m=minutes)
+
+
+def why(counted, course: Course, override=None) -> str:
+    """The score that counts, explained."""
+    if counted.how == "override" and override is not None:
+        return _("set by hand by %(who)s on %(when)s: %(reason)s", who=override.set_by,
+                 when=courses.shown(override.set_at, course), reason=override.reason)
+    if counted.score is None:
+        return _("nothing graded yet")
+    text = (_("the best of %(n)d graded attempts", n=counted.of) if counted.how == "best"
+            else _("the latest of %(n)d graded attempts", n=counted.of))
+    if counted.late and counted.penalty:
+        text += "; " + _("late: %(p)s%% taken off (from %(raw)s)", p="%g" % counted.penalty, raw="%g" % counted.raw_score)
+    elif counted.late:
+        text += "; " + _("late, without a penalty")
+    return text
+
+
+def refusal_text(refusal, course: Course, rules) -> str:
+    texts = {
+        "not_open": lambda: _("This assignment opens at %(when)s.", when=courses.shown(refusal.reopens_at, course)),
+        "closed": lambda: _("This assignment is closed: submissions are no longer accepted."),
+        "no_attempts_left": lambda: _("You have used all %(n)d attempts.", n=rules.attempts or 0),
+        "cooling_down": lambda: _("Wait until %(when)s before your next attempt.",
+                                  when=courses.shown(refusal.reopens_at, course)),
+        "not_a_member": lambda: _("You are not a member of this course."),
+    }
+    return texts.get(refusal.code, lambda: refusal.message)()
+
+
+def may_create_courses() -> bool:
+    return access.may_register_platforms(g.user)  # local instructors and administrators
+
+
+# ------------------------------------------------------------------ courses
+
+@bp.get("/courses")
+@login_required
+def course_list():
+    with get_db() as s:
+        rows = s.execute(select(Course, CourseMember.role).join(CourseMember, CourseMember.course_id == Course.id)
+                         .where(CourseMember.user_id == g.user.id).order_by(Course.title)).all()
+    return render_template("courses/list.html", rows=rows, may_create=may_create_courses())
+
+
+@bp.post("/courses")
+@login_required
+def course_create():
+    if not may_create_courses():
+        abort(403)
+    form = request.form
+    try:
+        with get_db() as s:
+            course = courses.create_course(s, title=form.get("title"), code=form.get("code"),
+                                           time_zone=form.get("time_zone"), instructor=g.user)
+            course_id = course.id
+    except courses.CourseError as exc:
+        with get_db() as s:
+            rows = s.execute(select(Course, CourseMember.role).join(CourseMember, CourseMember.course_id == Course.id)
+                             .where(CourseMember.user_id == g.user.id).order_by(Course.title)).all()
+        return render_template("courses/list.html", rows=rows, may_create=True, error=exc.message, form=form), 422
+    return redirect(url_for("web.course_page", course_id=course_id), code=303)
+
+
+@bp.get("/courses/<int:course_id>")
+@login_required
+def course_page(course_id: int):
+    return _course_page(course_id)
+
+
+def _course_page(course_id: int, *, error: str | None = None, notice: str | None = None, status: int = 200):
+    with get_db() as s:
+        course, role = _course(s, course_id)
+        listed = []
+        for assignment in s.scalars(select(Assignment).where(Assignment.course_id == course.id)
+                                    .order_by(Assignment.due_at)):
+            standing = courses.standing(s, assignment, g.user) if role is not None else None
+            listed.append((assignment, standing, _holds(standing, role)))
+        members = courses.members(s, course) if _staff(role) else []
+        published = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+    return render_template("courses/course.html", course=course, role=role, staff=_staff(role), listed=listed,
+                           members=members, published=published, error=error, notice=notice, shown=courses.shown,
+                           time_left=time_left, why=why), status
+
+
+@bp.post("/courses/<int:course_id>/members")
+@login_required
+def course_roster(course_id: int):
+    upload = request.files.get("roster")
+    text = request.form.get("roster_text", "")
+    if upload is not None and upload.filename:
+        text = upload.stream.read(1 << 20).decode("utf-8", "replace")
+    try:
+        with get_db() as s:
+            course, role = _course(s, course_id)
+            if role != "instructor" and not access.is_admin(g.user):
+                abort(403)
+            result = courses.import_roster(s, course, courses.roster_rows(text))
+    except courses.CourseError as exc:
+        return _course_page(course_id, error=exc.message, status=422)
+    notice = _("%(added)d members added, %(changed)d roles changed.", added=len(result.added),
+               changed=len(result.changed))
+    if result.new_accounts:
+        notice += " " + _("Accounts were made without a password for: %(who)s. An administrator sets their "
+                          "passwords (grader set-password).", who=", ".join(result.new_accounts))
+    return _course_page(course_id, notice=notice)
+
+
+@bp.post("/courses/<int:course_id>/assignments")
+@login_required
+def assignment_create(course_id: int):
+    form = request.form
+    zone = None
+    try:
+        with get_db() as s:
+            course, role = _course(s, course_id)
+            if not _staff(role):
+                abort(403)
+            zone = courses.zone(course.time_zone)
+            assignment = courses.create_assignment(
+                s, course, exercise=form.get("exercise"), title=form.get("title") or None,
+                due_at=_local(form.get("due_at"), zone), opens_at=_local(form.get("opens_at"), zone),
+                late_until=_local(form.get("late_until"), zone), late_policy=form.get("late_policy"),
+                late_percent=form.get("late_percent") or None, late_cap=form.get("late_cap") or None,
+                attempts=form.get("attempts") or None, cooldown_minutes=form.get("cooldown_minutes") or None,
+                counts=form.get("counts"), feedback=form.get("feedback"))
+            assignment_id = assignment.id
+    except courses.CourseError as exc:
+        return _course_page(course_id, error=exc.message, status=422)
+    return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
+
+
+def _local(value: str | None, zone) -> str | None:
+    """A datetime-local field (no zone) read in the course's time zone."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value  # create_assignment says what is wrong with it
+    return (moment if moment.tzinfo else moment.replace(tzinfo=zone)).isoformat()
+
+
+# ------------------------------------------------------------------ one assignment
+
+@bp.get("/assignments/<int:assignment_id>")
+@login_required
+def assignment_page(assignment_id: int):
+    return _assignment_page(assignment_id)
+
+
+def _assignment_page(assignment_id: int, *, source: str = "", error: str | None = None, status: int = 200):
+    with get_db() as s:
+        assignment, course, role = _assignment(s, assignment_id)
+        standing = courses.standing(s, assignment, g.user) if role is not None else None
+        mine = s.scalars(select(Submission).where(Submission.user_id == g.user.id,
+                                                  Submission.assignment_id == assignment.id)
+                         .order_by(Submission.created_at.desc())).all()
+        students = [(u, r) for u, r in courses.members(s, course) if r == "student"] if _staff(role) else []
+        exercise = assignment.exercise_slug
+        held = held_ids(s, mine)
+    text = statement(exercise)
+    return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
+                           staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
+                           holds=_holds(standing, role),
+                           source=source,
+                           error=error, statement=markdown_html(text) if text is not None else None,
+                           shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
+                           max_bytes=MAX_SOURCE_BYTES), status
+
+
+def _submission_limit() -> str:
+    return current_app.config["SUBMISSION_RATE_LIMIT"]
+
+
+@bp.post("/assignments/<int:assignment_id>/submissions")
+@login_required
+@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 303)
+def assignment_submit(assignment_id: int):
+    pasted = request.form.get("source", "")
+    upload = request.files.get("file")
+    source: str | bytes = pasted
+    if upload is not None and upload.filename:
+        source = upload.stream.read(MAX_SOURCE_BYTES + 1)
+    try:
+        with get_db() as s:
+            assignment, course, role = _assignment(s, assignment_id)
+            row = courses.submit(s, user=g.user, assignment=assignment, source=source)
+            submission_id, device = row.id, row.exercise.device
+    except submissions.SubmissionError as exc:
+        kept = pasted if len(pasted) <= MAX_SOURCE_BYTES else ""
+        with get_db() as s:  # the refusal in words, and nothing typed is lost
+            assignment, course, _role = _assignment(s, assignment_id)
+            rules = courses.rules_of(assignment, courses.extension_of(s, assignment, g.user.id))
+        message = (refusal_text(exc, course, rules) if exc.code in ("not_open", "closed", "no_attempts_left",
+                                                                      "cooling_down", "not_a_member")
+                   else _error_text(exc))
+        return _assignment_page(assignment_id, source=kept, error=message,
+                               status=409 if exc.code in ("not_open", "closed", "no_attempts_left") else
+                               429 if exc.code == "cooling_down" else 422)
+    submissions.send(submission_id, device)
+    return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+
+
+def _student(s, course: Course, user_id: str) -> courses.User:
+    try:
+        member = s.get(courses.User, int(user_id))
+    except (TypeError, ValueError):
+        member = None
+    if member is None or courses.role_in(s, course, member) is None:
+        raise courses.CourseError("not_a_member", _("Choose a student of this course."))
+    return member
+
+
+@bp.post("/assignments/<int:assignment_id>/extensions")
+@login_required
+def assignment_extension(assignment_id: int):
+    return _staff_change(assignment_id, lambda s, assignment, course, student, form: courses.grant_extension(
+        s, assignment, student, due_at=_local(form.get("due_at"), courses.zone(course.time_zone)),
+        extra_attempts=form.get("extra_attempts") or None, reason=form.get("reason"), by=_by()))
+
+
+@bp.post("/assignments/<int:assignment_id>/overrides")
+@login_required
+def assignment_override(assignment_id: int):
+    return _staff_change(assignment_id, lambda s, assignment, course, student, form: courses.set_override(
+        s, assignment, student, score=form.get("score"), reason=form.get("reason"), by=_by()))
+
+
+def _by() -> str:
+    return g.user.email or g.user.name
+
+
+def _staff_change(assignment_id: int, change):
+    try:
+        with get_db() as s:
+            assignment, course, role = _assignment(s, assignment_id)
+            if not _staff(role):
+                abort(403)
+            change(s, assignment, course, _student(s, course, request.form.get("student")), request.form)
+    except courses.CourseError as exc:
+        return _assignment_page(assignment_id, error=exc.message, status=422)
+    return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
+
+
+# ------------------------------------------------------------------ the gradebook
+
+@bp.get("/courses/<int:course_id>/gradebook")
+@login_required
+def course_gradebook(course_id: int):
+    with get_db() as s:
+        course, role = _course(s, course_id)
+        if not _staff(role):
+            abort(403)
+        book = gradebook(s, course)
+    return render_template("courses/gradebook.html", course=course, book=book, shown=courses.shown,
+                           note=_cell_note)
+
+
+def _cell_note(cell: Cell, course: Course) -> str:
+    notes = []
+    if cell.override is not None:
+        notes.append(why(cell.counted, course, cell.override))
+    elif cell.counted.late:
+        notes.append(_("late: %(p)s%% taken off (from %(raw)s)", p="%g" % cell.counted.penalty,
+                       raw="%g" % (cell.counted.raw_score or 0)) if cell.counted.penalty else _("late, without a penalty"))
+    if cell.extension is not None:
+        notes.append(_("extension: %(reason)s", reason=cell.extension.reason))
+    return "; ".join(notes)
+
+
+@bp.get("/courses/<int:course_id>/gradebook.csv")
+@login_required
+def course_gradebook_csv(course_id: int):
+    per = request.args.get("per", "student")
+    with get_db() as s:
+        course, role = _course(s, course_id)
+        if not _staff(role) or per not in ("student", "submission"):
+            abort(403 if not _staff(role) else 400)
+        book = gradebook(s, course)
+        text = students_csv(book) if per == "student" else submissions_csv(s, book)
+    name = f"{course.code or 'course'}-{per}s.csv".replace('"', "")
+    return Response(text, mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})

@@ -1,0 +1,135 @@
+"""The course pages through Flask's test client on a real database and Redis: an
+instructor makes a course, imports a roster and sets an assignment; a student sees the
+due date in the course's time zone, submits under the rules, is refused with the reason
+(and keeps the code typed), and sees hidden results only after the due date; the
+gradebook and its CSV. The service's clock is moved, not a library's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from grader import clock, db
+from grader.accounts import users
+from grader.submissions.models import Submission
+from tests.test_web import GOOD, TWICE, ada, rows, sign_in, site, store_grade, token  # noqa: F401  (fixtures too)
+
+DUE = datetime(2026, 12, 10, 14, 59, tzinfo=timezone.utc)  # 23:59 in Seoul
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def course(site, database_url):
+    """Ines (a local instructor) made DL101 in Seoul with Ada in it, and one assignment of
+    autograd-basics due 2026-12-10 23:59 there: two attempts, hidden results after the due date."""
+    with db.transaction(database_url) as s:
+        users.create_user(s, email="prof@example.org", password="correct horse", role="instructor", name="Prof")
+    prof = site.test_client()
+    assert sign_in(prof, "prof@example.org").status_code == 302
+    made = prof.post("/courses", data={"title": "Deep learning", "code": "DL101", "time_zone": "Asia/Seoul",
+                                       "csrf_token": token(prof, "/courses")})
+    assert made.status_code == 303
+    course_url = made.headers["Location"]
+    roster = prof.post(f"{course_url}/members", content_type="multipart/form-data", data={
+        "roster": (io.BytesIO(b"email,name,role\nada@example.org,Ada,student\n"), "roster.csv"),
+        "csrf_token": token(prof, course_url)})
+    assert "1 members added" in roster.get_data(as_text=True)
+    assignment = prof.post(f"{course_url}/assignments", data={
+        "exercise": "autograd-basics", "due_at": "2026-12-10T23:59", "attempts": "2", "counts": "best",
+        "feedback": "after_due", "late_policy": "none", "csrf_token": token(prof, course_url)})
+    assert assignment.status_code == 303, assignment.get_data(as_text=True)
+    return prof, course_url, assignment.headers["Location"]
+
+
+def submit(client, url: str, source: str, at: datetime):
+    with clock.travel(at):
+        return client.post(f"{url}/submissions", data={"source": source, "csrf_token": token(client, url)},
+                           content_type="multipart/form-data")
+
+
+def test_a_student_sees_the_due_date_in_the_courses_zone_and_submits_under_its_rules(course, ada, database_url,
+                                                                                      redis):
+    _, course_url, assignment_url = course
+    with clock.travel(DUE - 50 * HOUR - timedelta(minutes=30)):
+        page = ada.get(assignment_url).get_data(as_text=True)
+    assert "2026-12-10 23:59 KST (Asia/Seoul)" in page and "2 days 2 hours left" in page
+    assert submit(ada, assignment_url, GOOD, DUE - HOUR).status_code == 303
+    assert submit(ada, assignment_url, TWICE, DUE - HOUR).status_code == 303
+    refused = submit(ada, assignment_url, "def grad_2xtx(x):\n    return 3 * x  # my third try\n", DUE - HOUR)
+    assert refused.status_code == 409
+    text = refused.get_data(as_text=True)
+    assert "You have used all 2 attempts." in text and "my third try" in text  # nothing typed is lost
+    assert [row.assignment_id for row in rows(database_url)] == [1, 1]
+
+
+def test_hidden_results_and_the_score_wait_for_the_due_date(course, ada, database_url, redis):
+    _, course_url, assignment_url = course
+    submit(ada, assignment_url, TWICE, DUE - HOUR)
+    submission = rows(database_url)[0]
+    store_grade(database_url, submission.id, TWICE)
+    with clock.travel(DUE - HOUR):
+        before = ada.get(f"/submissions/{submission.id}").get_data(as_text=True)
+        status = ada.get(f"/submissions/{submission.id}/status").get_json()
+        listed = ada.get(course_url).get_data(as_text=True)
+    assert "results of 3 hidden tests are shown after the due date, 2026-12-10 23:59 KST" in before
+    assert "(hidden)" not in before and "Score:" not in before
+    assert status["score"] is None and "after the due date" in listed
+    with clock.travel(DUE + HOUR):
+        after = ada.get(f"/submissions/{submission.id}").get_data(as_text=True)
+    assert "(hidden)" in after and re.search(r"Score: [\d.]+ / 6", after)
+
+
+def test_a_refusal_says_when_the_assignment_reopens(course, ada, redis):
+    prof, course_url, _ = course
+    made = prof.post(f"{course_url}/assignments", data={
+        "exercise": "autograd-basics", "opens_at": "2026-12-11T09:00", "due_at": "2026-12-12T23:59",
+        "cooldown_minutes": "10", "csrf_token": token(prof, course_url)})
+    later = made.headers["Location"]
+    early = submit(ada, later, GOOD, DUE)
+    assert early.status_code == 409
+    assert "This assignment opens at 2026-12-11 09:00 KST (Asia/Seoul)." in early.get_data(as_text=True)
+    assert submit(ada, later, GOOD, DUE + 12 * HOUR).status_code == 303
+    pause = submit(ada, later, GOOD, DUE + 12 * HOUR + timedelta(minutes=3))
+    assert pause.status_code == 429 and "Wait until 2026-12-11 12:0" in pause.get_data(as_text=True)
+
+
+def test_staff_grant_extensions_set_scores_and_export_the_gradebook(course, ada, database_url, redis):
+    prof, course_url, assignment_url = course
+    submit(ada, assignment_url, TWICE, DUE - HOUR)
+    store_grade(database_url, rows(database_url)[0].id, TWICE)
+    page = prof.get(assignment_url).get_data(as_text=True)
+    ada_id = re.search(r'<option value="(\d+)">[^<]*ada@example.org', page).group(1)
+    granted = prof.post(f"{assignment_url}/extensions", data={"student": ada_id, "extra_attempts": "1",
+                                                             "reason": "ill", "csrf_token": token(prof, assignment_url)})
+    assert granted.status_code == 303
+    refused = prof.post(f"{assignment_url}/overrides", data={"student": ada_id, "score": "60", "reason": "x",
+                                                            "csrf_token": token(prof, assignment_url)})
+    assert refused.status_code == 422 and "the score must be a number from 0 to 6" in refused.get_data(as_text=True)
+    prof.post(f"{assignment_url}/overrides", data={"student": ada_id, "score": "5.5", "reason": "partial credit",
+                                                   "csrf_token": token(prof, assignment_url)})
+    book = prof.get(f"{course_url}/gradebook").get_data(as_text=True)
+    assert "5.5" in book and "partial credit" in book and "extension: ill" in book
+    exported = prof.get(f"{course_url}/gradebook.csv")
+    [row] = list(csv.DictReader(io.StringIO(exported.get_data(as_text=True))))
+    assert (row["student"], row["total"]) == ("ada@example.org", "5.5")
+    assert ada.get(f"{course_url}/gradebook").status_code == 403  # students see their own standing only
+
+
+def test_a_course_is_not_found_by_those_outside_it(course, site):
+    _, course_url, assignment_url = course
+    bob = site.test_client()
+    sign_in(bob, "bob@example.org")
+    assert bob.get(course_url).status_code == 404 and bob.get(assignment_url).status_code == 404
+    made = bob.post("/courses", data={"title": "Mine", "code": "X", "csrf_token": token(bob, "/courses")})
+    assert made.status_code == 403  # students do not make courses
+
+
+def test_course_pages_come_in_korean(course, ada):
+    _, course_url, assignment_url = course
+    ada.post("/language", data={"lang": "ko", "next": course_url, "csrf_token": token(ada, course_url)})
+    page = ada.get(assignment_url).get_data(as_text=True)
+    assert "반영 점수" in page and "사용한 시도" in page and "결과는 마감 후에 공개됩니다" in page
