@@ -36,7 +36,7 @@ def launch(lms: Platform, pending: Pending, browser: requests.Session | None = N
 
 
 def student(**kwargs) -> Pending:
-    return Pending(user="student-1", roles=[LEARNER], custom={"exercise": "autograd-basics"}, **kwargs)
+    return Pending(**{"user": "student-1", "roles": [LEARNER], "custom": {"exercise": "autograd-basics"}, **kwargs})
 
 
 # ------------------------------------------------------------------ the whole way
@@ -321,3 +321,56 @@ def test_the_command_line_registers_and_lists_platforms(database_url, monkeypatc
                                         "1", "--auth-login-url", "ftp://x", "--auth-token-url", "https://x/t",
                                         "--jwks-url", "https://x/j"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 1 and "https URL" in refused.stderr
+
+
+# ------------------------------------------------------------------ assignments
+
+def _assignment_in_lms_course(lms, service) -> int:
+    """The instructor's launch makes the course; an assignment of it was due an hour ago
+    and takes late work at 20% a day."""
+    from datetime import timedelta
+
+    from grader import clock
+    from grader.courses.assignments import create_assignment
+
+    page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], custom={"exercise": "autograd-basics"},
+                               resource_link="link-0"))
+    assert page.status_code == 200, page.text[:2000]
+    with db.transaction(service) as session:
+        course = session.query(Course).one()
+        return create_assignment(session, course, exercise="autograd-basics",
+                                 due_at=(clock.now() - timedelta(hours=1)).isoformat(),
+                                 late_until=(clock.now() + timedelta(days=1)).isoformat(),
+                                 late_policy="per_day", late_percent=20).id
+
+
+def test_an_assignment_link_sends_the_late_adjusted_score_that_counts(lms, service, tmp_path):
+    assignment_id = _assignment_in_lms_course(lms, service)
+    worker = start_worker(tmp_path, "worker")
+    try:
+        browser = requests.Session()
+        page = launch(lms, student(custom={"assignment": str(assignment_id)}, resource_link="link-2"), browser)
+        assert page.status_code == 200 and page.url.endswith(f"/assignments/{assignment_id}"), page.text[:2000]
+        assert "Score that counts" in page.text
+        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+        submitted = browser.post(page.url.rsplit("/assignments/", 1)[0] + form["action"],
+                                 data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
+        assert submitted.status_code == 200 and "/submissions/" in submitted.url
+        deadline = time.monotonic() + 120
+        while not lms.scores and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert lms.scores, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+    finally:
+        stop(worker)
+    score = lms.scores[-1]
+    assert (score["scoreGiven"], score["scoreMaximum"], score["userId"]) == (4.8, 6, "student-1")
+    with db.transaction(service) as session:
+        link = session.query(LtiResourceLink).filter_by(resource_link_id="link-2").one()
+        assert link.assignment_id == assignment_id
+        assert session.query(LtiGradeTarget).filter_by(assignment_id=assignment_id).count() == 1
+
+
+def test_a_link_cannot_open_another_courses_assignment(lms, service):
+    assignment_id = _assignment_in_lms_course(lms, service)
+    page = launch(lms, student(custom={"assignment": str(assignment_id)}, context="course-2", resource_link="link-9"))
+    assert page.status_code == 404 and "not connected to an exercise" in page.text

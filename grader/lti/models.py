@@ -45,7 +45,8 @@ class LtiPlatform(Base):
 
 
 class LtiResourceLink(Base):
-    """An LMS link (its resource link id, stable per platform) and the exercise it opens."""
+    """An LMS link (its resource link id, stable per platform) and the exercise it opens,
+    or the assignment of the link's course (whose rules then decide the score it gets)."""
 
     __tablename__ = "lti_resource_links"
     __table_args__ = (UniqueConstraint("platform_id", "resource_link_id", name="uq_lti_links_platform_link"),)
@@ -54,6 +55,7 @@ class LtiResourceLink(Base):
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
     resource_link_id: Mapped[str] = mapped_column(String(500))
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
@@ -75,6 +77,8 @@ class LtiGradeTarget(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    # An assignment's line item gets the score that counts under its rules; None: the exercise's.
+    assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"))
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
     lineitem_url: Mapped[str | None] = mapped_column(String(2000))
     lineitems_url: Mapped[str | None] = mapped_column(String(2000))

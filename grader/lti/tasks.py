@@ -1,7 +1,8 @@
 """Assignment and Grade Services: publish a student's score to an LMS line item.
 
-Never inside a web request: its listener enqueues it after each grade (submissions.notify). The score
-is the student's best on the exercise (GRADER_LTI_SCORE_POLICY=latest: the newest),
+Never inside a web request: its listener enqueues it after each grade (submissions.notify). For an
+assignment's line item the score is the one that counts under its rules (late penalty, best or
+latest, an override); otherwise the student's best on the exercise (GRADER_LTI_SCORE_POLICY=latest: the newest),
 stamped with the grade's finish time, so a delivery arriving late carries an older
 timestamp than a newer score and the platform keeps the newer one.
 
@@ -19,6 +20,8 @@ import redis as redis_py
 from sqlalchemy import func, select
 
 from grader import db
+from grader.courses import assignments
+from grader.courses.models import Assignment
 from grader.lti import keys
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform
@@ -42,17 +45,24 @@ def score_targets(session, row: Submission) -> list[tuple[str, list]]:
     the exercise from."""
     if row.status != SubmissionStatus.GRADED:
         return []
+    # An assignment's submission goes to its assignment's line items; practice to the exercise's.
     targets = session.scalars(select(LtiGradeTarget.id).where(
-        LtiGradeTarget.user_id == row.user_id, LtiGradeTarget.exercise_slug == row.exercise_slug))
+        LtiGradeTarget.user_id == row.user_id, LtiGradeTarget.exercise_slug == row.exercise_slug,
+        LtiGradeTarget.assignment_id.is_(None) if row.assignment_id is None
+        else LtiGradeTarget.assignment_id == row.assignment_id))
     return [(PUBLISH_SCORE_TASK, [row.id, target_id]) for target_id in targets]
 
 
 def _score(session, row: Submission, policy: str) -> float:
+    if row.assignment_id is not None:
+        assignment = session.get(Assignment, row.assignment_id)
+        counted = assignments.standing(session, assignment, row.user).counted
+        return float(counted.score or 0)
     if policy == "latest":
         return float(row.score or 0)
     best = session.scalar(select(func.max(Submission.score)).where(
         Submission.user_id == row.user_id, Submission.exercise_slug == row.exercise_slug,
-        Submission.status == "graded"))
+        Submission.status == "graded", Submission.assignment_id.is_(None)))
     return float(max(best or 0, row.score or 0))
 
 
@@ -64,7 +74,8 @@ def publish_score(self, submission_id: str, target_id: int) -> str:
         target = session.get(LtiGradeTarget, target_id)
         if row is None or target is None or row.status != "graded":
             return "missing"
-        if config.lti_score_policy == "latest" and session.scalar(select(func.count()).where(
+        practice = row.assignment_id is None
+        if practice and config.lti_score_policy == "latest" and session.scalar(select(func.count()).where(
                 Submission.user_id == row.user_id, Submission.exercise_slug == row.exercise_slug,
                 Submission.status == "graded", Submission.finished_at > row.finished_at)):
             return "superseded"  # a newer grade's own task sends the latest score

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from grader import submissions
 from grader.catalog.models import Exercise
 from grader.courses import access, members
-from grader.courses.models import STAFF_ROLES, Course
+from grader.courses.models import STAFF_ROLES, Assignment, Course
 from grader.extensions import get_db
 from grader.lti import keys, platforms, roles
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
@@ -81,9 +81,9 @@ def launch():
                                   "not its own (https, on the LMS's host)."))
     try:
         try:
-            user_id, slug, course_id = _record(data, role)
+            user_id, slug, assignment_id, course_id = _record(data, role)
         except IntegrityError:  # a concurrent first launch made the same rows: look again
-            user_id, slug, course_id = _record(data, role)
+            user_id, slug, assignment_id, course_id = _record(data, role)
     except submissions.SubmissionError as exc:
         return _problem("invalid_launch", exc.message, message=_("The LMS sent no usable user id."))
     _sign_in(user_id)
@@ -103,6 +103,8 @@ def launch():
                         message=_("This LMS link is not connected to an exercise. Ask your instructor "
                                   "to choose the exercise again (deep linking) or set the custom "
                                   "parameter exercise=<slug>."))
+    if assignment_id is not None:  # the course's assignment: its rules, due date and score that counts
+        return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
     return redirect(url_for("web.exercise", slug=slug), code=303)
 
 
@@ -118,22 +120,22 @@ def lms_user_id(platform_id: int, sub: str) -> str:
     return f"lti:{platform_id}|{sub}"
 
 
-def _record(data: Launch, role: str) -> tuple[int, str | None, int | None]:
+def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int | None]:
     """The user (made on first launch), the course launched from and the user's role in
-    it, the exercise the link opens (remembered for the link, and placed in the course),
-    and where the user's score goes. One transaction."""
+    it, the exercise (or the course's assignment) the link opens (remembered for the link,
+    and placed in the course), and where the user's score goes. One transaction."""
     with get_db() as s:
         user = submissions.user_by_external_id(s, lms_user_id(data.platform_id, data.sub), name=data.name[:200])
         if data.name:
             user.name = data.name[:200]
         course = _course(s, data, user.id, role) if data.context_id else None
-        slug = _exercise_for(s, data)
+        slug, assignment_id = _opened_by(s, data, course)
         if slug and course is not None:
             members.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
-            _record_target(s, data, user.id, slug)
+            _record_target(s, data, user.id, slug, assignment_id)
         s.flush()
-        return user.id, slug, course.id if course else None
+        return user.id, slug, assignment_id, course.id if course else None
 
 
 def _course(s, data: Launch, user_id: int, role: str) -> Course:
@@ -161,7 +163,7 @@ def _grade_target_wanted(data: Launch) -> bool:
     return bool(data.lineitem or (data.lineitems and data.resource_link_id and LINEITEM_SCOPE in data.ags_scopes))
 
 
-def _record_target(s, data: Launch, user_id: int, slug: str) -> None:
+def _record_target(s, data: Launch, user_id: int, slug: str, assignment_id: int | None) -> None:
     mine = select(LtiGradeTarget).where(LtiGradeTarget.user_id == user_id, LtiGradeTarget.exercise_slug == slug,
                                         LtiGradeTarget.platform_id == data.platform_id)
     target = None
@@ -179,16 +181,35 @@ def _record_target(s, data: Launch, user_id: int, slug: str) -> None:
     if data.lineitem:
         target.lineitem_url = data.lineitem
     # else: kept; the score task fills it in for a placement without a line item
-    target.lti_user_id, target.scopes = data.sub, list(data.ags_scopes)
+    target.lti_user_id, target.scopes, target.assignment_id = data.sub, list(data.ags_scopes), assignment_id
 
 
-def _exercise_for(s, data: Launch) -> str | None:
-    """The custom parameter ``exercise`` (set by our deep linking response, or by hand),
-    else what this link opened before."""
+def _opened_by(s, data: Launch, course: Course | None) -> tuple[str | None, int | None]:
+    """What the link opens: an assignment of the launch's own course (custom parameter
+    ``assignment``, or what the link opened before), else an exercise."""
     link = None
     if data.resource_link_id:
         link = s.scalar(select(LtiResourceLink).where(LtiResourceLink.platform_id == data.platform_id,
                                                       LtiResourceLink.resource_link_id == data.resource_link_id))
+    wanted = data.custom.get("assignment")
+    if wanted is None and link is not None and link.assignment_id is not None and "exercise" not in data.custom:
+        wanted = str(link.assignment_id)
+    if wanted is not None:
+        assignment = s.get(Assignment, int(wanted)) if str(wanted).isdigit() and len(str(wanted)) < 10 else None
+        if assignment is None or course is None or assignment.course_id != course.id:
+            return None, None  # another course's assignment is not this link's to open
+        if data.resource_link_id:
+            if link is None:
+                link = LtiResourceLink(platform_id=data.platform_id, resource_link_id=data.resource_link_id)
+                s.add(link)
+            link.exercise_slug, link.assignment_id = assignment.exercise_slug, assignment.id
+        return assignment.exercise_slug, assignment.id
+    return _exercise_for(s, data, link), None
+
+
+def _exercise_for(s, data: Launch, link: LtiResourceLink | None) -> str | None:
+    """The custom parameter ``exercise`` (set by our deep linking response, or by hand),
+    else what this link opened before."""
     wanted = data.custom.get("exercise")
     if wanted:
         row = s.get(Exercise, wanted) if len(wanted) <= 100 else None
@@ -199,7 +220,7 @@ def _exercise_for(s, data: Launch) -> str | None:
                 s.add(LtiResourceLink(platform_id=data.platform_id, resource_link_id=data.resource_link_id,
                                       exercise_slug=row.slug))
             else:
-                link.exercise_slug = row.slug
+                link.exercise_slug, link.assignment_id = row.slug, None
         return row.slug
     if link is not None:
         row = s.get(Exercise, link.exercise_slug)
@@ -231,16 +252,23 @@ def deep_link():
             return _problem("not_instructor", "deep linking by a non-instructor", status=403,
                             message=_("Only instructors choose exercises for the course."))
         exercises = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+        assignments = s.scalars(select(Assignment).where(Assignment.course_id == pending["course"])
+                                .order_by(Assignment.due_at)).all()
+        maxima = {row.slug: row.max_score for row in exercises}
     if request.method == "GET":
-        return render_template("lti/deep_link.html", exercises=exercises, error=None)
-    chosen = set(request.form.getlist("exercise"))
+        return render_template("lti/deep_link.html", exercises=exercises, assignments=assignments, error=None)
+    chosen, chosen_assignments = set(request.form.getlist("exercise")), set(request.form.getlist("assignment"))
     picked = [row for row in exercises if row.slug in chosen]
-    if not picked:
-        return render_template("lti/deep_link.html", exercises=exercises,
+    picked_assignments = [a for a in assignments if str(a.id) in chosen_assignments]
+    if not picked and not picked_assignments:
+        return render_template("lti/deep_link.html", exercises=exercises, assignments=assignments,
                                error=_("Choose at least one exercise.")), 422
     launch_url = url_for("lti.launch", _external=True)
     items = [LinkItem(title=row.title.get("en") or row.slug, url=launch_url, custom={"exercise": row.slug},
                       score_maximum=float(row.max_score), resource_id=row.slug) for row in picked]
+    items += [LinkItem(title=a.title, url=launch_url, custom={"assignment": str(a.id)},
+                       score_maximum=float(maxima.get(a.exercise_slug) or 0), resource_id=f"assignment-{a.id}")
+              for a in picked_assignments]
     try:
         return_url, token, platform = _tool().deep_link_response(launch_id, items)
     except LaunchError as exc:
