@@ -39,6 +39,20 @@ def student(**kwargs) -> Pending:
     return Pending(**{"user": "student-1", "roles": [LEARNER], "custom": {"exercise": "autograd-basics"}, **kwargs})
 
 
+def submit_and_wait(browser, page, lms: Platform, tmp_path, scores: int = 1) -> None:
+    """Submit the reference through the page's form, then wait for the worker's grade to
+    reach the platform's gradebook as its ``scores``-th score."""
+    form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+    origin = page.url.split("/", 3)
+    submitted = browser.post("/".join(origin[:3]) + form["action"],
+                             data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
+    assert submitted.status_code == 200 and "/submissions/" in submitted.url
+    deadline = time.monotonic() + 120
+    while len(lms.scores) < scores and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert len(lms.scores) == scores, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+
+
 # ------------------------------------------------------------------ the whole way
 
 def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_gradebook(lms, service, tmp_path):
@@ -49,14 +63,7 @@ def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_grade
         assert page.status_code == 200, page.text[:2000]
         assert page.url.endswith("/exercises/autograd-basics")
         assert "grad_2xtx" in page.text or "backward" in page.text
-        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
-        submitted = browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
-                                 data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
-        assert submitted.status_code == 200 and "/submissions/" in submitted.url
-        deadline = time.monotonic() + 120
-        while not lms.scores and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert lms.scores, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+        submit_and_wait(browser, page, lms, tmp_path)
     finally:
         stop(worker)
     score = lms.scores[-1]
@@ -81,15 +88,7 @@ def test_a_placement_without_a_line_item_gets_one_created_on_the_first_grade(lms
         page = launch(lms, student(lineitem=False), browser)
         assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics"), page.text[:2000]
         for graded in (1, 2):  # the second grade finds the line item on its target: nothing is created
-            form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
-            submitted = browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
-                                     data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION},
-                                     timeout=30)
-            assert submitted.status_code == 200 and "/submissions/" in submitted.url
-            deadline = time.monotonic() + 120
-            while len(lms.scores) < graded and time.monotonic() < deadline:
-                time.sleep(0.3)
-            assert len(lms.scores) == graded, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+            submit_and_wait(browser, page, lms, tmp_path, graded)
     finally:
         stop(worker)
     assert lms.errors == []
@@ -352,14 +351,7 @@ def test_an_assignment_link_sends_the_late_adjusted_score_that_counts(lms, servi
         page = launch(lms, student(custom={"assignment": str(assignment_id)}, resource_link="link-2"), browser)
         assert page.status_code == 200 and page.url.endswith(f"/assignments/{assignment_id}"), page.text[:2000]
         assert "Score that counts" in page.text
-        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
-        submitted = browser.post(page.url.rsplit("/assignments/", 1)[0] + form["action"],
-                                 data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
-        assert submitted.status_code == 200 and "/submissions/" in submitted.url
-        deadline = time.monotonic() + 120
-        while not lms.scores and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert lms.scores, (lms.errors, (tmp_path / "worker.log").read_text()[-3000:])
+        submit_and_wait(browser, page, lms, tmp_path)
     finally:
         stop(worker)
     score = lms.scores[-1]

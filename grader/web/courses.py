@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from flask import Response, abort, current_app, g, redirect, render_template, request, url_for
+from flask import Response, abort, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy import select
 
@@ -19,13 +19,13 @@ from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_
 from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember
 from grader.courses.rules import feedback_released
 from grader.db import now
-from grader.extensions import get_db, limiter
+from grader.extensions import get_db
 from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import login_required
 from grader.web.render import markdown_html
-from grader.web.views import _error_text, held_ids, statement
+from grader.web.views import _error_text, held_ids, limit_submissions, posted_source, statement
 
 
 def _course(s, course_id: int) -> tuple[Course, str | None]:
@@ -226,33 +226,22 @@ def _assignment_page(assignment_id: int, *, source: str = "", error: str | None 
     text = statement(exercise)
     return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
                            staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
-                           holds=_holds(standing, role),
-                           source=source,
-                           error=error, statement=markdown_html(text) if text is not None else None,
+                           holds=_holds(standing, role), source=source, error=error, statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
                            max_bytes=MAX_SOURCE_BYTES), status
 
 
-def _submission_limit() -> str:
-    return current_app.config["SUBMISSION_RATE_LIMIT"]
-
-
 @bp.post("/assignments/<int:assignment_id>/submissions")
 @login_required
-@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 303)
+@limit_submissions
 def assignment_submit(assignment_id: int):
-    pasted = request.form.get("source", "")
-    upload = request.files.get("file")
-    source: str | bytes = pasted
-    if upload is not None and upload.filename:
-        source = upload.stream.read(MAX_SOURCE_BYTES + 1)
+    _pasted, source, kept = posted_source()
     try:
         with get_db() as s:
             assignment, course, role = _assignment(s, assignment_id)
             row = courses.submit(s, user=g.user, assignment=assignment, source=source)
             submission_id, device = row.id, row.exercise.device
     except submissions.SubmissionError as exc:
-        kept = pasted if len(pasted) <= MAX_SOURCE_BYTES else ""
         with get_db() as s:  # the refusal in words, and nothing typed is lost
             assignment, course, _role = _assignment(s, assignment_id)
             rules = courses.rules_of(assignment, courses.extension_of(s, assignment, g.user.id))

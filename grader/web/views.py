@@ -91,27 +91,38 @@ def _exercise_page(slug: str, *, source: str = "", error: str | None = None, sta
                            max_bytes=MAX_SOURCE_BYTES), status
 
 
-def _submission_limit() -> str:
+def submission_limit() -> str:
     return current_app.config["SUBMISSION_RATE_LIMIT"]
 
 
-@bp.post("/exercises/<slug>/submissions")
-@login_required
-@limiter.limit(_submission_limit, deduct_when=lambda response: response.status_code == 303)
-def submit(slug: str):
+# Only a submission accepted (a redirect to it) counts against the limit.
+limit_submissions = limiter.limit(submission_limit, deduct_when=lambda response: response.status_code == 303)
+
+
+def posted_source() -> tuple[str, str | bytes, str]:
+    """What the submit form sent: (the pasted text, the source to grade, which is the
+    uploaded file where there is one, and the text to give back on a refusal so that
+    nothing typed is lost)."""
     pasted = request.form.get("source", "")
     upload = request.files.get("file")
     source: str | bytes = pasted
     if upload is not None and upload.filename:
         source = upload.stream.read(MAX_SOURCE_BYTES + 1)
+    return pasted, source, pasted if len(pasted) <= MAX_SOURCE_BYTES else ""
+
+
+@bp.post("/exercises/<slug>/submissions")
+@login_required
+@limit_submissions
+def submit(slug: str):
+    _pasted, source, kept = posted_source()
     try:
         with get_db() as s:
             published(s, slug)
             row = submissions.create(s, user=g.user, exercise_slug=slug, source=source)
             submission_id, device = row.id, row.exercise.device
     except submissions.SubmissionError as exc:
-        shown = pasted if isinstance(source, bytes) or len(pasted) <= MAX_SOURCE_BYTES else ""
-        return _exercise_page(slug, source=shown, error=_error_text(exc), status=422)
+        return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
     submissions.send(submission_id, device)  # only now: the row is committed
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 

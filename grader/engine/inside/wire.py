@@ -335,16 +335,7 @@ def read_raw_frame(fd: int, *, max_header: int, max_blob: int, deadline: float |
     head_len, blob_len = _lengths(prefix, max_header, max_blob)
     frame = bytearray(_PREFIX.size + head_len + blob_len)
     frame[:_PREFIX.size] = prefix
-    view, got = memoryview(frame), _PREFIX.size
-    while got < len(frame):
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise FrameTimeout("no answer in time")
-        read = os.readv(fd, [view[got:got + (1 << 20)]])
-        if not read:
-            raise Closed("the other side closed the channel")
-        got += read
+    _fill(fd, memoryview(frame)[_PREFIX.size:], deadline)
     return frame
 
 
@@ -359,8 +350,13 @@ class Closed(WireError):
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
     # Into one buffer, in place: chunks joined at the end would hold the data twice.
     buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
+    _fill(fd, memoryview(buf), deadline)
+    return buf
+
+
+def _fill(fd: int, view: memoryview, deadline: float | None) -> None:
+    got = 0
+    while got < len(view):
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -369,7 +365,6 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
         if not read:
             raise Closed("the other side closed the channel")
         got += read
-    return buf
 
 
 def _lengths(prefix, max_header: int, max_blob: int) -> tuple[int, int]:
