@@ -85,3 +85,50 @@ def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korea
     expect(page.locator(".score")).to_contain_text("점수: 0 / 6")
     expect(page.locator(".hint").first).to_contain_text("힌트")
     expect(page.get_by_role("link", name="문제 목록").first).to_be_visible()
+
+
+def sign_in(page, url: str, email: str) -> None:
+    page.goto(url)
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill("correct horse")
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_an_instructor_runs_a_course_page_and_sees_the_students_grade_in_the_gradebook(browser, live_site,
+                                                                                       database_url, tmp_path):
+    from playwright.sync_api import expect
+
+    with db.transaction(database_url) as session:
+        users.create_user(session, email="prof@example.org", password="correct horse", role="instructor",
+                          name="Prof")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("email,name,role\nada@example.org,Ada,student\n")
+    prof = browser.new_page(locale="en-US")
+    prof.set_default_timeout(60_000)
+    sign_in(prof, live_site + "/courses", "prof@example.org")
+    prof.get_by_label("Title", exact=True).fill("Deep learning")
+    prof.get_by_label("Code (such as DL101)").fill("DL101")
+    prof.get_by_label("Time zone (an IANA name such as Asia/Seoul)").fill("Asia/Seoul")
+    prof.get_by_role("button", name="Create course").click()
+    expect(prof.get_by_role("heading", level=1)).to_have_text("Deep learning")
+    prof.get_by_label("Add members from a CSV file (columns email,name,role)").set_input_files(str(roster))
+    prof.get_by_role("button", name="Import").click()
+    expect(prof.get_by_role("status")).to_contain_text("1 members added")
+    prof.get_by_label("Due at (course time)").fill("2099-12-10T23:59")
+    prof.get_by_label("Attempts allowed (empty: no limit)").fill("2")
+    prof.get_by_role("button", name="Create assignment").click()
+    expect(prof.locator("dl.facts")).to_contain_text("2099-12-10 23:59 KST (Asia/Seoul)")
+
+    ada = browser.new_page(locale="en-US")
+    ada.set_default_timeout(60_000)
+    sign_in(ada, live_site + "/courses", "ada@example.org")
+    ada.get_by_role("link", name="Deep learning").click()
+    ada.get_by_role("link", name="Your first gradient with backward()").click()
+    expect(ada.locator("dl.facts")).to_contain_text("0 / 2")
+    ada.get_by_label("Paste your code (Python)").fill(RIGHT)
+    ada.get_by_role("button", name="Submit", exact=True).click()
+    expect(ada.locator(".score")).to_contain_text("Score: 6 / 6", timeout=60_000)
+
+    prof.goto(prof.url.split("/assignments/")[0] + "/courses/1/gradebook")
+    expect(prof.locator("table.gradebook")).to_contain_text("Ada")
+    expect(prof.locator("table.gradebook tbody")).to_contain_text("6")
