@@ -104,10 +104,10 @@ class Service:
         self.wait_for("gunicorn", process, log, lambda: Api(port, "").status("/api/v1/openapi.json") == 200)
         return port
 
-    def start_worker(self, number: int) -> Path:
+    def start_worker(self, number: int, queues: str = "cpu,cpu-regrade") -> Path:
         # As `grader up` runs its worker: the prefork pool with one grading process.
         process, log = self.start(f"worker{number}", [
-            sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", "cpu",
+            sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues,
             "--concurrency", "1", "-n", f"bench{number}@%h", "--without-gossip", "--without-mingle",
             "-l", "info"])
         self.wait_for(f"worker {number}", process, log, lambda: " ready." in log.read_text(errors="replace"))

@@ -280,6 +280,60 @@ def gradebook_export_command(code: str, out: Path | None, per: str) -> None:
         click.echo(f"wrote {len(book.rows)} students' grades to {out}", err=True)
 
 
+@main.command("regrade")
+@click.option("--assignment", "assignment_id", required=True, type=int)
+@click.option("--publish", is_flag=True, help="Wait for the regrade, print its diff and publish it.")
+@click.option("--timeout", default=3600, show_default=True, help="Seconds to wait with --publish.")
+def regrade_command(assignment_id: int, publish: bool, timeout: int) -> None:
+    """Grade an assignment's sources again against the exercise's current version (the
+    workers take regrades only when no live submission waits)."""
+    import time
+
+    from grader import db
+    from grader.courses import assignments as courses
+    from grader.courses import regrades
+    from grader.courses.models import Assignment, Regrade
+
+    try:
+        with db.transaction() as session:
+            assignment = session.get(Assignment, assignment_id)
+            if assignment is None:
+                raise click.ClickException(f"there is no assignment {assignment_id}")
+            regrade_id = regrades.start(session, assignment, by="grader regrade").id
+    except courses.CourseError as exc:
+        raise click.ClickException(exc.message) from None
+    with db.transaction() as session:
+        regrade = session.get(Regrade, regrade_id)
+        sent = regrades.send(session, regrade)
+    click.echo(f"regrade {regrade_id}: {sent} submissions sent to the workers", err=True)
+    if not publish:
+        click.echo(regrade_id)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        with db.transaction() as session:
+            regrade = session.get(Regrade, regrade_id)
+            done, total = regrades.progress(session, regrade)
+            if regrade.status != "running":
+                break
+        if time.monotonic() > deadline:
+            raise click.ClickException(f"regrade {regrade_id} is still running ({done} of {total}); "
+                                       f"publish it later on the assignment's page or through the API")
+        time.sleep(2)
+    with db.transaction() as session:
+        regrade = session.get(Regrade, regrade_id)
+        changes = regrades.diff(session, regrade)
+        for change in (c for c in changes if c.changed):
+            who = change.user.email or change.user.external_id or change.user.name
+            click.echo(f"{who}: {change.before.score} -> {change.after.score}"
+                       + "".join(f"\n  {t.test}: {'pass' if t.was else 'fail'} -> {'pass' if t.now else 'fail'}"
+                                 for t in change.tests))
+        announced = regrades.publish(session, regrade)
+    regrades.announce(announced)
+    click.echo(f"regrade {regrade_id} published: {sum(c.changed for c in changes)} students changed, "
+               f"{sum(not c.changed for c in changes)} unchanged", err=True)
+
+
 @main.group("api-key")
 def api_key_group() -> None:
     """Keys for the REST API (/api/v1)."""

@@ -3,7 +3,7 @@
 Each domain's tasks live beside its models (grader/<domain>/tasks.py) and are named in
 ``include`` below, so a worker loads them all. Run a worker with:
 
-    celery -A grader.tasks:celery worker -Q cpu   (or -Q gpu, one per GPU)
+    celery -A grader.tasks:celery worker -Q cpu,cpu-regrade   (or -Q gpu,gpu-regrade, one per GPU)
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ GRADE_HARD_LIMIT = int(os.environ.get("GRADER_GRADE_LIMIT_S", 360))
 GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else GRADE_HARD_LIMIT * 5 // 6)
 # Every deployment has CPU workers: tasks that only talk HTTP or SQL go there.
 NOTIFY_QUEUE = "cpu"
-TASK_MODULES = ["grader.submissions.tasks", "grader.catalog.tasks", "grader.lti.tasks", "grader.webhooks.tasks"]
+TASK_MODULES = ["grader.submissions.tasks", "grader.catalog.tasks", "grader.courses.tasks", "grader.lti.tasks",
+                "grader.webhooks.tasks"]
 
 
 def make_celery() -> Celery:
@@ -34,14 +35,17 @@ def make_celery() -> Celery:
         worker_prefetch_multiplier=1,
         task_soft_time_limit=GRADE_SOFT_LIMIT,
         task_time_limit=GRADE_HARD_LIMIT,
-        broker_transport_options={"visibility_timeout": GRADE_HARD_LIMIT * 2},
+        # A worker given "-Q cpu,cpu-regrade" takes from the first queue while it holds work:
+        # a regrade never delays a live submission behind it.
+        broker_transport_options={"visibility_timeout": GRADE_HARD_LIMIT * 2, "queue_order_strategy": "priority"},
         broker_connection_retry_on_startup=True,
         # A Redis blip must not cut a grade short: it finishes and is stored; the copy
         # Redis may deliver again finds the row graded and does nothing.
         worker_cancel_long_running_tasks_on_connection_loss=False,
         task_ignore_result=True,            # results live in the database
         beat_schedule={"sweep-stuck-submissions": {"task": "grader.sweep_stuck", "schedule": 30.0},
-                       "end-lost-checks": {"task": "grader.end_lost_checks", "schedule": 60.0}},
+                       "end-lost-checks": {"task": "grader.end_lost_checks", "schedule": 60.0},
+                       "sweep-stuck-regrades": {"task": "grader.sweep_regrades", "schedule": 60.0}},
     )
     return app
 

@@ -328,7 +328,8 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         db.upgrade(config.database_url)
         db.engine_for(config.database_url).dispose()
         _redis(children, config.redis_url, instance)
-        queues = "cpu,gpu" if config.gpu_queue or _gpu_present() else "cpu"
+        # Live queues first: a worker takes a regrade only when no submission waits.
+        queues = "cpu,gpu,cpu-regrade,gpu-regrade" if config.gpu_queue or _gpu_present() else "cpu,cpu-regrade"
         worker = children.start("the Celery worker", "worker.log", [
             sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues,
             "--concurrency", "1", "-B", "--schedule-filename", str(instance / "celerybeat-schedule"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -140,6 +141,10 @@ def test_a_roster_with_one_bad_line_adds_nobody(client, key, course):
     ("GET", "/api/v1/courses/1/gradebook", "grades:read"),
     ("POST", "/api/v1/assignments/1/extensions", "grades:write"),
     ("POST", "/api/v1/assignments/1/overrides", "grades:write"),
+    ("POST", "/api/v1/assignments/1/regrades", "grades:write"),
+    ("GET", "/api/v1/regrades/1", "grades:read"),
+    ("POST", "/api/v1/regrades/1/publish", "grades:write"),
+    ("POST", "/api/v1/regrades/1/discard", "grades:write"),
 ])
 def test_each_course_endpoint_needs_its_scope(client, make_key, basics, method, path, scope):
     others = [s for s in SCOPES if s != scope]
@@ -147,3 +152,22 @@ def test_each_course_endpoint_needs_its_scope(client, make_key, basics, method, 
     assert_error(refused, 403, "insufficient_scope")
     allowed = client.open(path, method=method, json={}, headers={"Authorization": f"Bearer {make_key(scope)}"})
     assert allowed.status_code in (404, 422), allowed.get_json()
+
+
+def test_a_regrade_is_started_followed_and_discarded_through_the_api(client, key, course, redis, database_url,
+                                                                     make_key):
+    _, assignment = course
+    assert_error(client.post(f"/api/v1/assignments/{assignment}/regrades", headers=key), 422, "invalid_regrade")
+    graded(database_url, submit(client, key, assignment, "ada", DUE - DAY).get_json()["id"], 6)
+    started = client.post(f"/api/v1/assignments/{assignment}/regrades", headers=key)
+    assert started.status_code == 202, started.get_json()
+    body = started.get_json()
+    assert (body["status"], body["progress"], body["version"]) == ("running", {"done": 0, "total": 1}, 1)
+    assert [json.loads(m)["headers"]["task"] for m in redis.lrange("cpu-regrade", 0, -1)] == ["grader.regrade_one"]
+    assert_error(client.post(f"/api/v1/assignments/{assignment}/regrades", headers=key), 422, "invalid_regrade")
+    assert_error(client.post(f"/api/v1/regrades/{body['id']}/publish", headers=key), 422, "invalid_regrade")
+    other = {"Authorization": f"Bearer {make_key(*SCOPES)}"}
+    assert_error(client.get(f"/api/v1/regrades/{body['id']}", headers=other), 404, "regrade_not_found")
+    discarded = client.post(f"/api/v1/regrades/{body['id']}/discard", headers=key)
+    assert discarded.status_code == 200 and discarded.get_json()["status"] == "discarded"
+    assert client.get(body["url"], headers=key).get_json()["status"] == "discarded"

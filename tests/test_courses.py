@@ -199,3 +199,19 @@ def test_a_course_runs_from_the_command_line(tmp_path, monkeypatch):
     rows = list(csv.DictReader((tmp_path / "g.csv").open()))
     assert [(r["student"], r["total"]) for r in rows] == [("ada@uni.edu", "6")]
     db.engine_for(url).dispose()
+
+
+def test_a_regrade_starts_from_the_command_line(course_db, redis, monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    url, course_id, assignment_id = course_db
+    monkeypatch.setenv("GRADER_DATABASE_URL", url)
+    runner = CliRunner()
+    refused = runner.invoke(main, ["regrade", "--assignment", str(assignment_id)])
+    assert refused.exit_code != 0 and "no graded submission to regrade" in refused.output
+    grade(url, submit(url, assignment_id, "ada@uni.edu", DUE - HOUR), 6)
+    started = runner.invoke(main, ["regrade", "--assignment", str(assignment_id)])
+    assert started.exit_code == 0 and "1 submissions sent to the workers" in started.output
+    assert redis.llen("cpu-regrade") == 1

@@ -133,3 +133,18 @@ def test_course_pages_come_in_korean(course, ada):
     ada.post("/language", data={"lang": "ko", "next": course_url, "csrf_token": token(ada, course_url)})
     page = ada.get(assignment_url).get_data(as_text=True)
     assert "반영 점수" in page and "사용한 시도" in page and "결과는 마감 후에 공개됩니다" in page
+
+
+def test_staff_start_a_regrade_and_follow_it_on_its_page(course, ada, database_url, redis):
+    prof, course_url, assignment_url = course
+    submit(ada, assignment_url, GOOD, DUE - HOUR)
+    store_grade(database_url, rows(database_url)[0].id, GOOD)
+    started = prof.post(f"{assignment_url}/regrades", data={"csrf_token": token(prof, assignment_url)})
+    assert started.status_code == 303
+    page = prof.get(started.headers["Location"]).get_data(as_text=True)
+    assert "Regrade against version 1" in page and "0 / 1" in page and "Running" in page
+    assert ada.get(started.headers["Location"]).status_code == 404
+    refused = prof.post(f"{started.headers['Location']}/publish", data={"csrf_token": token(prof, assignment_url)})
+    assert refused.status_code == 409  # not finished
+    prof.post(f"{started.headers['Location']}/discard", data={"csrf_token": token(prof, assignment_url)})
+    assert "Discarded" in prof.get(started.headers["Location"]).get_data(as_text=True)

@@ -4,13 +4,14 @@ members are the key's own users (the same ``user`` values its submissions name).
 
 from __future__ import annotations
 
-from flask import Response, current_app, g, jsonify, request
+from flask import Response, current_app, g, jsonify, request, url_for
 
 from grader import submissions
 from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
 from grader.courses import assignments as courses
+from grader.courses import regrades
 from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
-from grader.courses.models import Assignment, Course
+from grader.courses.models import Assignment, Course, Regrade
 from grader.extensions import get_db
 
 _COURSE_FIELDS = ("title", "code", "time_zone")
@@ -181,5 +182,85 @@ def set_override(assignment_id: int):
             return _created({"assignment": assignment.id, "user": body["user"], "score": override.score,
                              "reason": override.reason, "set_by": override.set_by,
                              "set_at": courses.shown(override.set_at, course)})
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+
+
+# ------------------------------------------------------------------ regrades
+
+def regrade_json(session, regrade, course: Course) -> dict:
+    done, total = regrades.progress(session, regrade)
+    changes = regrades.diff(session, regrade) if regrade.status != "running" else []
+    return {
+        "id": regrade.id, "assignment": regrade.assignment_id, "version": regrade.version, "status": regrade.status,
+        "requested_by": regrade.requested_by, "created_at": courses.shown(regrade.created_at, course),
+        "progress": {"done": done, "total": total},
+        "students": [{"student": who(c.user), "before": c.before.score, "after": c.after.score,
+                      "tests": [{"submission": t.submission_id, "test": t.test, "was": t.was, "now": t.now}
+                                for t in c.tests]} for c in changes if c.changed],
+        "unchanged": sum(not c.changed for c in changes),
+    }
+
+
+def _regrade(session, regrade_id: int):
+    regrade = session.get(Regrade, regrade_id) if regrade_id < 2**31 else None
+    if regrade is None:
+        raise ApiError("regrade_not_found", f"this key has no regrade {regrade_id}")
+    try:
+        _, course = _assignment(session, regrade.assignment_id)
+    except ApiError:
+        raise ApiError("regrade_not_found", f"this key has no regrade {regrade_id}") from None
+    return regrade, course
+
+
+@bp.post("/assignments/<int:assignment_id>/regrades")
+@requires("grades:write")
+def start_regrade(assignment_id: int):
+    try:
+        with get_db() as session:
+            assignment, course = _assignment(session, assignment_id)
+            regrade = regrades.start(session, assignment, by=_by())
+            regrade_id = regrade.id
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:  # committed: now the workers may look for it
+        regrade = session.get(Regrade, regrade_id)
+        regrades.send(session, regrade)
+        url = url_for("api.get_regrade", regrade_id=regrade_id, _external=True)
+        response = jsonify({**regrade_json(session, regrade, course), "url": url})
+    response.status_code, response.headers["Location"] = 202, url
+    return response
+
+
+@bp.get("/regrades/<int:regrade_id>")
+@requires("grades:read")
+def get_regrade(regrade_id: int):
+    with get_db() as session:
+        regrade, course = _regrade(session, regrade_id)
+        return jsonify(regrade_json(session, regrade, course))
+
+
+@bp.post("/regrades/<int:regrade_id>/publish")
+@requires("grades:write")
+def publish_regrade(regrade_id: int):
+    try:
+        with get_db() as session:
+            regrade, course = _regrade(session, regrade_id)
+            announced = regrades.publish(session, regrade)
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+    regrades.announce(announced)
+    with get_db() as session:
+        return jsonify(regrade_json(session, session.get(Regrade, regrade_id), course))
+
+
+@bp.post("/regrades/<int:regrade_id>/discard")
+@requires("grades:write")
+def discard_regrade(regrade_id: int):
+    try:
+        with get_db() as session:
+            regrade, course = _regrade(session, regrade_id)
+            regrades.discard(session, regrade)
+            return jsonify(regrade_json(session, regrade, course))
     except courses.CourseError as exc:
         raise ApiError(exc.code, exc.message) from None

@@ -13,7 +13,7 @@ ERROR_CODES = {
     "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
     "insufficient_scope": 403,
     "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
-    "course_not_found": 404, "assignment_not_found": 404,
+    "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
     "request_too_large": 413, "source_too_large": 413,
@@ -22,7 +22,7 @@ ERROR_CODES = {
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
     "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
-    "not_a_member": 422,
+    "not_a_member": 422, "invalid_regrade": 422,
     "not_open": 409, "closed": 409, "no_attempts_left": 409,
     "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429,
     "internal_error": 500,
@@ -236,6 +236,20 @@ SCHEMAS = {
                      "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
                                     "score": {"type": "number"}, "reason": {"type": "string"},
                                     "set_by": {"type": "string"}, "set_at": {"type": "string"}}},
+        "Regrade": {
+            "type": "object", "required": ["id", "assignment", "version", "status", "progress", "students", "unchanged"],
+            "description": "Every graded source of the assignment graded again against the exercise's current "
+                           "version, as new grades beside the old ones. `students`: those whose score that counts "
+                           "or whose tests' verdicts changed (when no longer running).",
+            "properties": {"id": {"type": "integer"}, "assignment": {"type": "integer"}, "version": {"type": "integer"},
+                           "status": {"type": "string", "enum": ["running", "ready", "published", "discarded"]},
+                           "requested_by": {"type": "string"}, "created_at": {"type": "string"},
+                           "url": {"type": "string", "format": "uri"},
+                           "progress": {"type": "object", "properties": {"done": {"type": "integer"},
+                                                                         "total": {"type": "integer"}}},
+                           "students": {"type": "array", "items": {"type": "object"}},
+                           "unchanged": {"type": "integer"}},
+        },
         "Gradebook": {
             "type": "object", "required": ["course", "assignments", "students"],
             "description": "Per student, each assignment's score that counts under its rules (best or latest, "
@@ -345,6 +359,7 @@ def _course_paths() -> dict:
     bad = ("invalid_body", "unknown_field", "missing_field", "wrong_type")
     course_missing = {"404": _error("This key has no course with this id.", "course_not_found")}
     assignment_missing = {"404": _error("This key has no assignment with this id.", "assignment_not_found")}
+    regrade_missing = {"404": _error("This key has no regrade with this id.", "regrade_not_found")}
     return {
         "/courses": {"post": {
             "operationId": "createCourse", "summary": "Make a course (this key's own)",
@@ -395,6 +410,26 @@ def _course_paths() -> dict:
             "responses": {"201": _ok("Set (it replaces an earlier one).", "Override"), **_AUTH_ERRORS,
                           **assignment_missing,
                           "422": _error("Not a score.", *bad, "invalid_assignment", "invalid_user", "not_a_member")}}},
+        "/assignments/{assignment_id}/regrades": {"post": {
+            "operationId": "startRegrade", "summary": "Grade the assignment's sources again against the current version",
+            "description": "On a queue workers take only when no live submission waits; follow `url`.",
+            "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
+            "responses": {"202": _ok("Started.", "Regrade"), **_AUTH_ERRORS, **assignment_missing,
+                          "422": _error("Nothing to regrade, or one is running.", "invalid_regrade")}}},
+        "/regrades/{regrade_id}": {"get": {
+            "operationId": "getRegrade", "summary": "A regrade's progress and diff",
+            "x-required-scope": "grades:read", "parameters": ids("regrade_id"),
+            "responses": {"200": _ok("The regrade.", "Regrade"), **_AUTH_ERRORS, **regrade_missing}}},
+        "/regrades/{regrade_id}/publish": {"post": {
+            "operationId": "publishRegrade", "summary": "Make the new grades count (LMS and webhooks hear of it)",
+            "x-required-scope": "grades:write", "parameters": ids("regrade_id"),
+            "responses": {"200": _ok("Published.", "Regrade"), **_AUTH_ERRORS, **regrade_missing,
+                          "422": _error("Not finished, or decided already.", "invalid_regrade")}}},
+        "/regrades/{regrade_id}/discard": {"post": {
+            "operationId": "discardRegrade", "summary": "Drop the new grades; nothing changes",
+            "x-required-scope": "grades:write", "parameters": ids("regrade_id"),
+            "responses": {"200": _ok("Discarded.", "Regrade"), **_AUTH_ERRORS, **regrade_missing,
+                          "422": _error("Decided already.", "invalid_regrade")}}},
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from grader.db import Base, now
@@ -128,3 +128,51 @@ class ScoreOverride(Base):
     reason: Mapped[str] = mapped_column(Text)
     set_by: Mapped[str] = mapped_column(String(200), default="")
     set_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+class RegradeStatus(StrEnum):
+    """running -> ready (every source graded again) -> published or discarded."""
+
+    RUNNING = "running"
+    READY = "ready"
+    PUBLISHED = "published"
+    DISCARDED = "discarded"
+
+
+class Regrade(Base):
+    """The sources of an assignment graded again against the exercise's current version,
+    as new grades beside the old ones: a diff to publish (the grades then count) or discard."""
+
+    __tablename__ = "regrades"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)  # the exercise version graded against
+    status: Mapped[str] = mapped_column(String(20), default=RegradeStatus.RUNNING, index=True)
+    requested_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class RegradeGrade(Base):
+    """One source graded again: its new grade, and the grade it had when the regrade began
+    (kept here, so that publishing the new one overwrites nothing that is lost)."""
+
+    __tablename__ = "regrade_grades"
+    __table_args__ = (UniqueConstraint("regrade_id", "submission_id", name="uq_regrade_grades_regrade_submission"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    regrade_id: Mapped[int] = mapped_column(ForeignKey("regrades.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)  # as a submission's
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    score: Mapped[float | None] = mapped_column(Float)
+    max_score: Mapped[float | None] = mapped_column(Float)
+    report: Mapped[dict | None] = mapped_column(JSON)
+    old_version: Mapped[int] = mapped_column(Integer)
+    old_score: Mapped[float | None] = mapped_column(Float)
+    old_max_score: Mapped[float | None] = mapped_column(Float)
+    old_report: Mapped[dict | None] = mapped_column(JSON)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -16,7 +16,8 @@ from grader.catalog.models import Exercise
 from grader.courses import access
 from grader.courses import assignments as courses
 from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
-from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember
+from grader.courses import regrades
+from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember, Regrade
 from grader.courses.rules import feedback_released
 from grader.db import now
 from grader.extensions import get_db
@@ -223,10 +224,14 @@ def _assignment_page(assignment_id: int, *, source: str = "", error: str | None 
         students = [(u, r) for u, r in courses.members(s, course) if r == "student"] if _staff(role) else []
         exercise = assignment.exercise_slug
         held = held_ids(s, mine)
+        notes = regrades.notes_for(s, assignment, g.user.id) if role is not None else []
+        past = s.scalars(select(Regrade).where(Regrade.assignment_id == assignment.id)
+                         .order_by(Regrade.created_at.desc())).all() if _staff(role) else []
     text = statement(exercise)
     return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
                            staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
-                           holds=_holds(standing, role), source=source, error=error, statement=markdown_html(text) if text is not None else None,
+                           holds=_holds(standing, role), source=source, error=error, notes=notes,
+                           past_regrades=past, statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
                            max_bytes=MAX_SOURCE_BYTES), status
 
@@ -334,3 +339,59 @@ def course_gradebook_csv(course_id: int):
         text = students_csv(book) if per == "student" else submissions_csv(s, book)
     name = f"{course.code or 'course'}-{per}s.csv".replace('"', "")
     return Response(text, mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+# ------------------------------------------------------------------ regrades
+
+@bp.post("/assignments/<int:assignment_id>/regrades")
+@login_required
+def regrade_start(assignment_id: int):
+    try:
+        with get_db() as s:
+            assignment, course, role = _assignment(s, assignment_id)
+            if not _staff(role):
+                abort(403)
+            regrade_id = regrades.start(s, assignment, by=_by()).id
+    except courses.CourseError as exc:
+        return _assignment_page(assignment_id, error=exc.message, status=422)
+    with get_db() as s:
+        regrades.send(s, s.get(Regrade, regrade_id))
+    return redirect(url_for("web.regrade_page", regrade_id=regrade_id), code=303)
+
+
+def _regrade(s, regrade_id: int):
+    regrade = s.get(Regrade, regrade_id) if regrade_id < 2**31 else None
+    if regrade is None:
+        abort(404)
+    assignment, course, role = _assignment(s, regrade.assignment_id)
+    if not _staff(role):
+        abort(404)
+    return regrade, assignment, course
+
+
+@bp.get("/regrades/<int:regrade_id>")
+@login_required
+def regrade_page(regrade_id: int):
+    with get_db() as s:
+        regrade, assignment, course = _regrade(s, regrade_id)
+        done, total = regrades.progress(s, regrade)
+        changes = regrades.diff(s, regrade) if regrade.status != "running" else []
+    return render_template("courses/regrade.html", regrade=regrade, assignment=assignment, course=course,
+                           done=done, total=total, changes=changes, shown=courses.shown)
+
+
+@bp.post("/regrades/<int:regrade_id>/<any(publish, discard):decision>")
+@login_required
+def regrade_decide(regrade_id: int, decision: str):
+    announced = []
+    try:
+        with get_db() as s:
+            regrade, assignment, course = _regrade(s, regrade_id)
+            if decision == "publish":
+                announced = regrades.publish(s, regrade)
+            else:
+                regrades.discard(s, regrade)
+    except courses.CourseError:
+        abort(409)
+    regrades.announce(announced)
+    return redirect(url_for("web.regrade_page", regrade_id=regrade_id), code=303)

@@ -221,7 +221,10 @@ def page_helpers() -> dict:
     upload_labels = {UploadStatus.CHECKING: _("Checking…"), UploadStatus.PUBLISHED: _("Published"),
                      UploadStatus.REJECTED: _("Rejected")}
     roles = {"student": _("student"), "ta": _("teaching assistant"), "instructor": _("instructor")}
+    regrade_labels = {"running": _("Running"), "ready": _("Ready to publish"), "published": _("Published"),
+                      "discarded": _("Discarded")}
     return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
             "role_label": lambda role: roles.get(role, role),
+            "regrade_label": lambda status: regrade_labels.get(status, status),
             "upload_label": lambda status: upload_labels.get(status, status),
             "report_status_label": lambda status: report_labels.get(status, status)}
