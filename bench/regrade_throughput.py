@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from service_latency import Api, Service, percentile  # noqa: E402
+from service_latency import Api, Service, percentile, with_service  # noqa: E402
 
 from grader import catalog, db  # noqa: E402
 from grader.accounts import keys  # noqa: E402
@@ -142,16 +140,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("redis-server") is None:
         raise SystemExit("redis-server is not installed")
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.default_int_handler)
-    with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
-        service = Service(Path(tmp))
-        try:
-            run(args, service)
-        finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            service.close()
-            shutdown()
+    with_service(run, args)
 
 
 if __name__ == "__main__":

@@ -283,6 +283,12 @@ def main() -> None:
     if shutil.which("redis-server") is None:
         raise SystemExit("redis-server is not installed")
 
+    with_service(run, args)
+
+
+def with_service(run, args: argparse.Namespace) -> None:
+    """``run(args, service)`` in a temporary directory; every process it started is
+    stopped however it ends."""
     # All of these end the run through the cleanup below; SIGINT too, which a shell
     # leaves ignored for a job it started in the background.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
