@@ -13,6 +13,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from grader import api, web
 from grader.api.views import error_response
+from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
 from grader.lti import views as lti_views
 from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
@@ -58,6 +59,9 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret()
 
+    # Before the CSRF check reads a form: a bundle's zip may be larger than anything else
+    # the site takes, and only the two ways a bundle comes in get that room.
+    app.before_request(_room_for_bundles)
     csrf.init_app(app)
     babel.init_app(app, locale_selector=locale)
     limiter.init_app(app)
@@ -75,6 +79,11 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.register_error_handler(HTTPException, _http_error)
     return app
+
+
+def _room_for_bundles() -> None:
+    if request.endpoint in ("web.upload", "api.publish_exercise"):
+        request.max_content_length = uploads.MAX_REQUEST_BYTES
 
 
 def _http_error(exc: HTTPException):

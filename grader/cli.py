@@ -7,6 +7,7 @@ start in a fraction of a second, without torch, Flask or the engine.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     """
     from grader import catalog
     from grader.catalog import mutation
-    from grader.catalog.check import check, format_check
+    from grader.catalog.check import check
+    from grader.catalog.check_table import format_check
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
 
@@ -342,8 +344,8 @@ def api_key_group() -> None:
 @api_key_group.command("create")
 # The scopes of grader.accounts.keys.SCOPES, spelt out so that `grader` starts without Flask.
 @click.option("--scope", "scopes", multiple=True, required=True, type=click.Choice(
-    ("exercises:read", "submissions:read", "submissions:write", "courses:read", "courses:write", "grades:read",
-     "grades:write")), help="What the key may do (repeatable).")
+    ("exercises:read", "exercises:write", "submissions:read", "submissions:write", "courses:read", "courses:write",
+     "grades:read", "grades:write")), help="What the key may do (repeatable).")
 @click.option("--name", default="", help="Who or what the key is for.")
 def api_key_create_command(scopes: tuple[str, ...], name: str) -> None:
     """Create an API key and print it. It is shown only this once: only its hash is kept."""
@@ -418,7 +420,7 @@ def exercise_add_command(path: Path) -> None:
     """
     from grader import db
     from grader.catalog import uploads
-    from grader.catalog.check import CheckRow, format_check
+    from grader.catalog.check_table import CheckRow, format_check
     from grader.catalog.models import Upload, UploadStatus
     from grader.catalog.tasks import check_and_publish
     from grader.engine import SandboxUnavailable
@@ -446,6 +448,51 @@ def exercise_add_command(path: Path) -> None:
     if status != UploadStatus.PUBLISHED:
         raise click.ClickException(f"{slug} v{version} was not published: {error}")
     click.echo(f"published {slug} v{version}", err=True)
+
+
+@exercise_group.command("push")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--url", required=True, envvar="GRADER_URL", show_envvar=True,
+              help="The service's address, e.g. https://grader.example.edu.")
+@click.option("--timeout", default=900, show_default=True, type=click.IntRange(1),
+              help="Seconds to wait for the check.")
+def exercise_push_command(path: Path, url: str, timeout: int) -> None:
+    """Publish the bundle at PATH (a folder or a zip of one) on the service at URL.
+
+    The bundle is sent to the service's API with the key in GRADER_API_KEY (scope
+    exercises:write), checked on its workers (the reference scores full marks, the
+    starter less, every mutant fails as declared) and published only if every check
+    holds. Prints the check's table. Exit status: 0 published; 1 refused or rejected
+    (the bundle is at fault); 2 not sent or not followed (the address, the key or the
+    service is).
+    """
+    from grader.catalog import push, uploads
+    from grader.catalog.check_table import format_check
+
+    try:
+        archive = uploads.pack(path) if path.is_dir() else path.read_bytes()
+        key = os.environ.get("GRADER_API_KEY", "")
+        sent = push.send(url, key, archive)
+        click.echo(f"sent {sent.slug} v{sent.version}; check {sent.id} is running", err=True)
+        done = push.follow(url, key, sent, timeout=timeout)
+    except push.PushError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1 if exc.refused else 2)
+    if done.rows:
+        click.echo(format_check(done.rows))
+    if done.status != "published":
+        click.echo(f"error: {done.slug} v{done.version} was not published: {done.error}", err=True)
+        sys.exit(1)
+    click.echo(f"published {done.slug} v{done.version}", err=True)
+
+
+@exercise_group.command("check")
+@click.argument("exercises", nargs=-1)
+@click.option("--mutate", is_flag=True, help="Also mutate each reference solution (see `grader check`).")
+@click.pass_context
+def exercise_check_command(context: click.Context, exercises: tuple[str, ...], mutate: bool) -> None:
+    """Check bundles here, before pushing them: the same as `grader check`."""
+    context.forward(check_command)
 
 
 # ------------------------------------------------------------------ the embedded service

@@ -5,6 +5,7 @@ the same from the command line; `grader exercise sync` withdraws folders that ar
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import stat
@@ -185,6 +186,15 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
         assert session.get(Exercise, "autograd-basics").version == 2  # the rejected v3 changed nothing
     listing = client.get("/instructor/exercises").get_data(as_text=True)
     assert "Rejected" in listing and "Published" in listing
+
+
+def test_the_page_takes_a_bundle_larger_than_any_submission(published, app, redis, tmp_path):
+    client = app.test_client()
+    sign_in(client)
+    folder = bundle_folder(tmp_path)
+    (folder / "data.bin").write_bytes(os.urandom(3 * 1024 * 1024))  # incompressible: a 3 MiB zip
+    assert upload(client, uploads.pack(folder)).status_code == 303
+    assert count_bundles(published) == 1
 
 
 def test_uploading_is_for_administrators_only(published, app):

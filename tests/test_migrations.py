@@ -58,7 +58,7 @@ def test_uploads_keep_their_rows_and_links_when_the_table_takes_its_name(empty_d
         linked = conn.execute(text("SELECT e.slug, u.version, u.archive FROM exercises e "
                                    "JOIN uploads u ON u.id = e.upload_id")).all()
         assert [tuple(r) for r in linked] == [("grad-of-cubes", 2, b"PK")]
-        assert [i["name"] for i in inspect(conn).get_indexes("uploads")] == ["ix_uploads_slug"]
+        assert "ix_uploads_slug" in [i["name"] for i in inspect(conn).get_indexes("uploads")]
         # New rows still get ids of their own.
         conn.execute(text("INSERT INTO uploads (slug, version, device, archive, sha256, status, uploaded_at) "
                           "VALUES ('other', 1, 'cpu', :zip, 'h', 'checking', '2026-01-02')"), {"zip": b"PK"})
@@ -69,4 +69,21 @@ def test_uploads_keep_their_rows_and_links_when_the_table_takes_its_name(empty_d
     with engine.connect() as conn:
         back = conn.execute(text("SELECT e.slug FROM exercises e JOIN bundles b ON b.id = e.bundle_id")).all()
         assert [tuple(r) for r in back] == [("grad-of-cubes",)]
+    engine.dispose()
+
+
+# PostgreSQL only: SQLite's reflection misses an ON DELETE that ALTER TABLE added.
+@pytest.mark.parametrize("empty_database", ["postgresql"], indirect=True)
+def test_the_migrations_make_exactly_the_tables_the_models_describe(empty_database):
+    """A model changed without its migration (or the other way round) shows up here."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    import grader.app  # noqa: F401  (every model, through the app's imports)
+    from grader.db import Base
+
+    migrate(empty_database, "head")
+    engine = create_engine(empty_database)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
     engine.dispose()

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from grader.accounts.models import ApiKey
 from grader.db import now
 
-SCOPES = ("exercises:read", "submissions:read", "submissions:write", "courses:read", "courses:write",
+SCOPES = ("exercises:read", "exercises:write", "submissions:read", "submissions:write", "courses:read", "courses:write",
           "grades:read", "grades:write")
 # prefix: 12 hex digits, so it never contains the "_" that separates the parts.
 _KEY = re.compile(r"^gk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")

@@ -11,9 +11,9 @@ from grader.settings import MAX_SOURCE_BYTES
 # Every error code the API answers with, and its HTTP status.
 ERROR_CODES = {
     "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
-    "insufficient_scope": 403,
+    "insufficient_scope": 403, "exercise_not_yours": 403,
     "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
-    "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404,
+    "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404, "check_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
     "request_too_large": 413, "source_too_large": 413,
@@ -22,10 +22,10 @@ ERROR_CODES = {
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
     "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
-    "not_a_member": 422, "invalid_regrade": 422,
+    "not_a_member": 422, "invalid_regrade": 422, "invalid_bundle": 422,
     "not_open": 409, "closed": 409, "no_attempts_left": 409,
-    "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429,
-    "internal_error": 500,
+    "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429, "too_many_checks": 429,
+    "internal_error": 500, "workers_unreachable": 503,
     "http_error": 400,  # any other HTTP error, with its own status
 }
 
@@ -90,6 +90,50 @@ SCHEMAS = {
                 "properties": {"en": {"type": "string", "nullable": True},
                                "ko": {"type": "string", "nullable": True}}}},
         }],
+    },
+    "ExerciseCheckAccepted": {
+        "type": "object", "required": ["id", "url", "status", "slug", "version"],
+        "properties": {
+            "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
+            "status": {"type": "string", "enum": ["checking"]},
+            "slug": {"type": "string"}, "version": {"type": "integer"},
+        },
+    },
+    "ExerciseCheck": {
+        "type": "object",
+        "required": ["id", "url", "slug", "version", "status", "error", "uploaded_at", "checked_at", "holds",
+                     "violated", "checks"],
+        "properties": {
+            "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
+            "slug": {"type": "string"}, "version": {"type": "integer"},
+            "status": {"type": "string", "enum": ["checking", "published", "rejected"]},
+            "error": {"type": "string", "nullable": True, "description": "Why it was rejected."},
+            "uploaded_at": {"type": "string", "format": "date-time"},
+            "checked_at": {"type": "string", "format": "date-time", "nullable": True},
+            "holds": {"type": "integer"}, "violated": {"type": "integer"},
+            "checks": {"type": "array", "items": {
+                "type": "object", "required": ["subject", "expected", "actual", "ok", "reason"],
+                "properties": {
+                    "subject": {"type": "string", "description": "solution, starter, mutant:<name> or bundle"},
+                    "expected": {"type": "string"}, "actual": {"type": "string"}, "ok": {"type": "boolean"},
+                    "reason": {"type": "string", "nullable": True, "description": "Why a row failed."}}}},
+        },
+    },
+    "ExerciseVersions": {
+        "type": "object", "required": ["slug", "versions"],
+        "properties": {"slug": {"type": "string"}, "versions": {"type": "array", "items": {
+            "type": "object", "required": ["version", "state", "check", "uploaded_at", "checked_at", "error"],
+            "properties": {
+                "version": {"type": "integer"},
+                "state": {"type": "string", "enum": ["published", "kept", "checking", "rejected"],
+                          "description": "`published`: what new submissions are graded against; `kept`: "
+                                         "published before, still graded against for the assignments "
+                                         "pinned to it."},
+                "check": {"type": "string", "format": "uri", "nullable": True,
+                          "description": "Its check (null: the site's catalogue folder)."},
+                "uploaded_at": {"type": "string", "format": "date-time", "nullable": True},
+                "checked_at": {"type": "string", "format": "date-time", "nullable": True},
+                "error": {"type": "string", "nullable": True}}}}},
     },
     "NewSubmission": {
         "type": "object", "required": ["source", "user"], "additionalProperties": False,
@@ -270,6 +314,34 @@ def _paths() -> dict:
             "operationId": "listExercises", "summary": "The published exercises",
             "x-required-scope": "exercises:read",
             "responses": {"200": _ok("The exercises, by slug.", "ExerciseList"), **_AUTH_ERRORS},
+        }, "post": {
+            "operationId": "publishExercise", "summary": "Send a bundle to be checked and, if it holds, published",
+            "description": "The body is a zip of the exercise's folder (as `grader exercise push` makes it), or a "
+                           "multipart form with the zip in the field `bundle`. It is stored and checked on a "
+                           "worker as an upload through the instructor page is: the reference must score full "
+                           "marks, the starter less, every mutant fail as declared. It is published only if "
+                           "every check holds; follow `url`. A key publishes new exercises and new versions of "
+                           "those it published itself. A refused bundle stores nothing.",
+            "x-required-scope": "exercises:write",
+            "requestBody": {"required": True, "content": {
+                "application/zip": {"schema": {"type": "string", "format": "binary"}},
+                "multipart/form-data": {"schema": {"type": "object", "required": ["bundle"], "properties": {
+                    "bundle": {"type": "string", "format": "binary"}}}}}},
+            "responses": {
+                "202": {**_ok("Stored and being checked; follow `url` (also in the Location header).",
+                              "ExerciseCheckAccepted"),
+                        "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}}},
+                **_AUTH_ERRORS,
+                "403": _error("The key lacks the scope, or the exercise was published by the catalogue or "
+                              "another key.", "insufficient_scope", "exercise_not_yours"),
+                "413": _error("The body is over the zip's limit.", "request_too_large"),
+                "415": _error("Not a zip, nor a multipart form.", "unsupported_media_type"),
+                "422": _error("Not a bundle: the message names the file and what is wrong with it.",
+                              "invalid_bundle", "missing_field"),
+                "429": _error("Too many bundles sent lately, or too many of this key's being checked; see "
+                              "`Retry-After`.", "rate_limited", "too_many_checks"),
+                "503": _error("The workers cannot be reached; nothing was stored.", "workers_unreachable"),
+            },
         }},
         "/exercises/{slug}": {"get": {
             "operationId": "getExercise", "summary": "One published exercise, with its statement",
@@ -339,12 +411,33 @@ def _paths() -> dict:
             "responses": {"204": {"description": "Deleted; nothing more is delivered there."}, **_AUTH_ERRORS,
                           "404": _error("This key has no webhook with this id.", "webhook_not_found")},
         }},
+        **_exercise_paths(),
         **_course_paths(),
         "/openapi.json": {"get": {
             "operationId": "getOpenApi", "summary": "This document", "security": [],
             "responses": {"200": {"description": "The OpenAPI document.",
                                   "content": {"application/json": {"schema": {"type": "object"}}}}},
         }},
+    }
+
+
+def _exercise_paths() -> dict:
+    slug = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+    return {
+        "/exercises/{slug}/versions": {"get": {
+            "operationId": "listExerciseVersions", "summary": "An exercise's versions and their state",
+            "description": "The published version, earlier published versions still kept for the assignments "
+                           "pinned to them, and this key's own uploads still checking or rejected.",
+            "x-required-scope": "exercises:read", "parameters": [slug],
+            "responses": {"200": _ok("Newest first.", "ExerciseVersions"), **_AUTH_ERRORS,
+                          "404": _error("No such exercise.", "exercise_not_found")}}},
+        "/exercise-checks/{check_id}": {"get": {
+            "operationId": "getExerciseCheck", "summary": "The check of a bundle this key sent, and its table",
+            "x-required-scope": "exercises:write",
+            "parameters": [{"name": "check_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"200": _ok("The check: `checking` until a worker has graded the bundle's own files.",
+                                     "ExerciseCheck"), **_AUTH_ERRORS,
+                          "404": _error("This key sent no bundle with this check id.", "check_not_found")}}},
     }
 
 

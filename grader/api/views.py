@@ -1,4 +1,4 @@
-"""/api/v1: exercises to read, submissions to create and follow.
+"""/api/v1: its blueprint, keys and errors; submissions to create and follow.
 
 Submissions go through grader.submissions like every other way in: the row is
 committed first, the grading task enqueued after. This module never imports the
@@ -19,8 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from grader import submissions, webhooks
 from grader.accounts import keys
-from grader.catalog import is_slug, uploads
-from grader.catalog.models import Exercise
+from grader.catalog import is_slug
 from grader.courses import assignments
 from grader.courses.models import Assignment, Course
 from grader.db import now
@@ -88,39 +87,6 @@ def _authenticate() -> keys.Caller:
             return keys.verify(session, token.strip())
     except keys.KeyRefused as exc:
         raise ApiError(exc.code, exc.message, challenge) from None
-
-
-# ------------------------------------------------------------------ exercises
-
-def _exercise_json(row: Exercise) -> dict:
-    return {"slug": row.slug, "version": row.version, "title": row.title, "device": row.device,
-            "max_score": row.max_score, "functions": row.functions}
-
-
-@bp.get("/exercises")
-@requires("exercises:read")
-def list_exercises():
-    with get_db() as session:
-        rows = session.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug))
-        return jsonify(exercises=[_exercise_json(row) for row in rows])
-
-
-@bp.get("/exercises/<slug>")
-@requires("exercises:read")
-def get_exercise(slug: str):
-    row = None
-    if is_slug(slug):  # anything else cannot be a slug; do not send it to the database
-        with get_db() as session:
-            row = session.get(Exercise, slug)
-    if row is None or not row.published:
-        raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
-    return jsonify({**_exercise_json(row), "statement": _statement(slug)})
-
-
-def _statement(slug: str) -> dict:
-    """The statement in each language; nulls if the bundle is gone (the row outlives it)."""
-    with get_db() as session:
-        return uploads.statements(session, slug, current_app.config["EXERCISES_DIR"])
 
 
 # ------------------------------------------------------------------ submissions

@@ -6,20 +6,11 @@ Above the engine (it grades); the bundle format itself (bundle.py) stays below i
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 
 from grader.catalog import misconceptions
 from grader.catalog.bundle import Bundle
+from grader.catalog.check_table import CheckRow
 from grader.engine.grading import grade
-
-
-@dataclass
-class CheckRow:
-    exercise: str
-    subject: str       # "solution", "starter", "mutant:<name>", "bundle"
-    expected: str
-    actual: str
-    ok: bool
 
 
 def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
@@ -94,14 +85,3 @@ def _why(report) -> str:
     reason = report.message or errored or (
         f"{failed.name}: {failed.message or failed.hint or 'failed'}" if failed else None)
     return f": {reason[:300]}" if reason else ""
-
-
-def format_check(rows: list[CheckRow]) -> str:
-    width = max((len(f"{r.exercise}  {r.subject}") for r in rows), default=10)
-    lines = []
-    for r in rows:
-        mark = "ok  " if r.ok else "FAIL"
-        lines.append(f"{mark} {f'{r.exercise}  {r.subject}':<{width}}  expected {r.expected}; got {r.actual}")
-    bad = sum(not r.ok for r in rows)
-    lines.append(f"{len(rows) - bad} of {len(rows)} checks hold" + (f"; {bad} violated" if bad else ""))
-    return "\n".join(lines)

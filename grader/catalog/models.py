@@ -58,8 +58,11 @@ class Upload(Base):
     archive: Mapped[bytes] = mapped_column(LargeBinary)
     sha256: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(20), default=UploadStatus.CHECKING)
-    check_rows: Mapped[list | None] = mapped_column(JSON)  # catalog.check.CheckRow as dicts
+    check_rows: Mapped[list | None] = mapped_column(JSON)  # catalog.check_table.CheckRow as dicts
     error: Mapped[str | None] = mapped_column(Text)
     uploaded_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    # The API key that sent it; None: the instructor page or the command line. An exercise
+    # published through the API takes new versions from that key only.
+    api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"), index=True)
     uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -11,7 +11,7 @@ from grader import db
 from grader.catalog.bundle import CatalogError
 from grader.catalog.check import check
 from grader.catalog.models import Exercise, Upload, UploadStatus
-from grader.catalog.uploads import CHECK_TASK, UploadError, materialize
+from grader.catalog.uploads import CHECK_TASK, UploadError, materialize, owner_key
 from grader.db import now
 from grader.engine import SandboxUnavailable
 from grader.tasks import GRADE_HARD_LIMIT, celery
@@ -46,6 +46,10 @@ def check_and_publish(upload_id: int, database_url: str | None = None) -> str:
             upload.error = f"{sum(not r.ok for r in rows)} of {len(rows)} checks failed"
         elif max_score <= 0:
             upload.status, upload.error = UploadStatus.REJECTED, "its solution did not grade to a positive score"
+        elif (upload.api_key_id is not None and published is not None
+              and owner_key(session, published) != upload.api_key_id):
+            upload.status = UploadStatus.REJECTED
+            upload.error = "another key or an administrator published this exercise while it was checked"
         elif published is not None and published.version >= upload.version:
             upload.status = UploadStatus.REJECTED
             upload.error = f"version {published.version} was published while this one was checked"

@@ -6,8 +6,11 @@ then runs the catalogue's check on it and publishes it only if every check holds
 The zip itself stays in the database, so any worker, on any machine, grades with the
 same files: it unpacks them once into its bundle cache, by content hash.
 
-Hidden tests in a bundle run in the trusted grading process, as the catalogue's do:
-uploading is for instructors only. The zip itself is treated as hostile all the same.
+A bundle's hidden tests run in a sandbox room of their own (grader.engine.exercise_sandbox),
+as the catalogue's do: an instructor's code is untrusted for the host. The zip itself is
+treated as hostile too. Instructors upload through their page, `grader exercise add`, or
+the API with a key that holds exercises:write; such a key publishes new versions only of
+the exercises it published itself.
 """
 
 from __future__ import annotations
@@ -19,27 +22,40 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from grader.tasks import queue_for, send_task
 from grader.catalog.bundle import Bundle, CatalogError, find, load
 from grader.catalog.models import Exercise, Upload, UploadStatus
+from grader.db import transaction
 from grader.settings import settings
 
 log = logging.getLogger(__name__)
 
 MAX_ARCHIVE_BYTES = 8 * 1024 * 1024
+MAX_REQUEST_BYTES = MAX_ARCHIVE_BYTES + 64 * 1024  # the zip and a multipart form's framing
 MAX_UNPACKED_BYTES = 32 * 1024 * 1024
 MAX_FILES = 500
+MAX_CHECKING_PER_KEY = 3
 CHECK_TASK = "grader.check_upload"
 _SKIPPED = ("__pycache__", ".git", ".pytest_cache", "__MACOSX")
 
 
 class UploadError(ValueError):
     """An upload that cannot be taken; the message says what is wrong with it."""
+
+
+class NotYours(UploadError):
+    """A version of an exercise this API key did not publish."""
+
+
+class TooManyChecks(UploadError):
+    """The key has as many bundles being checked as it may."""
 
 
 # ------------------------------------------------------------------ zip files
@@ -115,10 +131,19 @@ class _Limited(io.RawIOBase):
 
 # ------------------------------------------------------------------ receiving
 
-def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None) -> Upload:
+def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None,
+            api_key_id: int | None = None) -> Upload:
     """Validate an upload and add it to the session as an Upload in "checking" (the
-    caller commits, then calls enqueue_check). Raises UploadError with what is wrong;
-    nothing is stored then."""
+    caller commits, then calls enqueue_check). Raises UploadError with what is wrong
+    (NotYours when an API key sends a version of someone else's exercise); nothing is
+    stored then."""
+    if api_key_id is not None:
+        waiting = session.scalar(select(func.count()).select_from(Upload).where(
+            Upload.api_key_id == api_key_id, Upload.status == UploadStatus.CHECKING))
+        if waiting >= MAX_CHECKING_PER_KEY:
+            # A check grades a bundle several times over: one key must not fill the workers.
+            raise TooManyChecks(f"this key has {waiting} bundles being checked; the limit is "
+                                f"{MAX_CHECKING_PER_KEY}: wait for one to finish")
     with tempfile.TemporaryDirectory(prefix="grader-upload-") as scratch:
         root = unpack(archive, Path(scratch))
         try:
@@ -128,6 +153,9 @@ def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None)
             shown = "the bundle" if root == Path(scratch) else root.name
             raise UploadError(str(exc).replace(str(root), shown)) from None
     published = session.get(Exercise, bundle.slug)
+    if api_key_id is not None and published is not None and owner_key(session, published) != api_key_id:
+        raise NotYours(f"{bundle.slug} is published by {_publisher(session, published)}; an API key publishes "
+                       f"new versions of the exercises it published itself: choose another slug")
     if published is not None and published.version >= bundle.version:
         raise UploadError(f"{bundle.slug} is published at version {published.version}; "
                           f"raise 'version' in exercise.toml above it to replace it")
@@ -138,15 +166,78 @@ def receive(session: Session, archive: bytes, *, uploaded_by: int | None = None)
                           f"(upload {pending.id})")
     upload = Upload(slug=bundle.slug, version=bundle.version, device=bundle.device, archive=archive,
                     sha256=hashlib.sha256(archive).hexdigest(), status=UploadStatus.CHECKING,
-                    uploaded_by=uploaded_by)
+                    uploaded_by=uploaded_by, api_key_id=api_key_id)
     session.add(upload)
     session.flush()
     return upload
 
 
+def owner_key(session: Session, exercise: Exercise) -> int | None:
+    """The API key whose upload the exercise is graded with now; None: the catalogue
+    folder, the instructor page or the command line (the site's administrators)."""
+    return session.scalar(select(Upload.api_key_id).where(Upload.id == exercise.upload_id)) \
+        if exercise.upload_id is not None else None
+
+
+def _publisher(session: Session, exercise: Exercise) -> str:
+    if exercise.upload_id is None:
+        return "the site's catalogue"
+    return "another API key" if owner_key(session, exercise) is not None else "the site's administrators"
+
+
 def enqueue_check(upload_id: int, device: str) -> None:
     """Send the check to a worker that can grade the bundle's device (after the commit)."""
     send_task(CHECK_TASK, [upload_id], queue=queue_for(device))
+
+
+class WorkersUnreachable(UploadError):
+    """The check could not be sent; the upload was removed, so nothing is half-stored."""
+
+
+def start_check(upload_id: int, device: str, database_url: str | None = None) -> None:
+    """Enqueue the check of a committed upload; if the broker cannot take it, remove the
+    upload again and raise WorkersUnreachable (the instructor simply uploads again)."""
+    try:
+        enqueue_check(upload_id, device)
+    except Exception:
+        log.exception("upload %s stored but its check not enqueued", upload_id)
+        with transaction(database_url) as session:
+            session.delete(session.get(Upload, upload_id))
+        raise WorkersUnreachable("the workers cannot be reached; nothing was stored: try again shortly") from None
+
+
+@dataclass
+class Version:
+    """One version of an exercise as the service holds it."""
+
+    version: int
+    # published: what new submissions are graded against; kept: published before, still
+    # graded against for the assignments pinned to it; checking or rejected: an upload.
+    state: str
+    check: int | None          # the upload (its check) it came from; None: the catalogue folder
+    uploaded_at: datetime | None
+    checked_at: datetime | None
+    error: str | None
+
+
+def versions(session: Session, slug: str, *, api_key_id: int | None = None) -> list[Version]:
+    """The versions of ``slug``, newest first: the published one and those kept, and the
+    uploads still checking or rejected that ``api_key_id`` sent (no one else's)."""
+    exercise = session.get(Exercise, slug)
+    seen = select(Upload).where(Upload.slug == slug)
+    seen = seen.where(or_(Upload.status == UploadStatus.PUBLISHED, Upload.api_key_id == api_key_id)) \
+        if api_key_id is not None else seen.where(Upload.status == UploadStatus.PUBLISHED)
+    listed = []
+    for upload in session.scalars(seen.order_by(Upload.id.desc())):
+        state = upload.status
+        if state == UploadStatus.PUBLISHED and (exercise is None or exercise.upload_id != upload.id):
+            state = "kept"
+        listed.append(Version(upload.version, state, upload.id, upload.uploaded_at, upload.checked_at, upload.error))
+    if exercise is not None and exercise.upload_id is None:
+        listed.append(Version(exercise.version, UploadStatus.PUBLISHED, None, None, exercise.updated_at, None))
+    if exercise is not None and not exercise.published:
+        listed = [v for v in listed if v.state != UploadStatus.PUBLISHED]  # withdrawn: nothing is offered
+    return sorted(listed, key=lambda v: (v.version, v.check or 0), reverse=True)
 
 
 # ------------------------------------------------------------------ reading a published bundle

@@ -4,9 +4,7 @@ bundles uploaded and what their checks found."""
 
 from __future__ import annotations
 
-import logging
-
-from flask import abort, g, redirect, render_template, request, url_for
+from flask import abort, current_app, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy import or_, select
 
@@ -19,8 +17,6 @@ from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import admin_required, staff_required
 from grader.web.params import page_number, text_filter, valid_id
-
-log = logging.getLogger(__name__)
 
 PAGE = 100
 
@@ -78,11 +74,8 @@ def upload():
     except uploads.UploadError as exc:
         return _exercises_page(str(exc), 422)
     try:
-        uploads.enqueue_check(upload_id, device)  # only now: the row is committed
-    except Exception:
-        log.exception("upload %s stored but its check not enqueued", upload_id)
-        with get_db() as s:
-            s.delete(s.get(Upload, upload_id))  # nothing half-done: the instructor uploads again
+        uploads.start_check(upload_id, device, current_app.config["DATABASE_URL"])  # only now: it is committed
+    except uploads.WorkersUnreachable:
         return _exercises_page(_("The workers cannot be reached; nothing was stored. Try again shortly."), 503)
     return redirect(url_for("web.upload_page", upload_id=upload_id), code=303)
 
