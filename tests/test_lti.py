@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import requests
 
 from grader import catalog, db
 from grader.accounts.models import User
-from grader.courses.models import Course, CourseExercise, CourseMember
+from grader.courses.models import Assignment, Course, CourseExercise, CourseMember
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from tests.live import start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
@@ -352,10 +353,26 @@ def test_an_assignment_link_sends_the_late_adjusted_score_that_counts(lms, servi
         assert page.status_code == 200 and page.url.endswith(f"/assignments/{assignment_id}"), page.text[:2000]
         assert "Score that counts" in page.text
         submit_and_wait(browser, page, lms, tmp_path)
+        score = lms.scores[-1]
+        assert (score["scoreGiven"], score["scoreMaximum"], score["userId"]) == (4.8, 6, "student-1")
+
+        # The instructor excuses the lateness by hand: the LMS gets the score that counts now,
+        # stamped later than the grade, so the platform takes it over the grade's.
+        from grader.courses import assignments
+
+        with db.transaction(service) as session:
+            user_id = session.query(LtiGradeTarget).filter_by(assignment_id=assignment_id).one().user_id
+            assignments.set_override(session, session.get(Assignment, assignment_id), session.get(User, user_id),
+                                     score=6, reason="late for a documented illness", by="teacher-1")
+        assignments.announce_standing(assignment_id, user_id)
+        deadline = time.monotonic() + 60
+        while len(lms.scores) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
     finally:
         stop(worker)
-    score = lms.scores[-1]
-    assert (score["scoreGiven"], score["scoreMaximum"], score["userId"]) == (4.8, 6, "student-1")
+    assert [s["scoreGiven"] for s in lms.scores] == [4.8, 6], (lms.errors, lms.scores)
+    stamps = [datetime.fromisoformat(s["timestamp"]) for s in lms.scores]
+    assert stamps[1] > stamps[0]
     with db.transaction(service) as session:
         link = session.query(LtiResourceLink).filter_by(resource_link_id="link-2").one()
         assert link.assignment_id == assignment_id

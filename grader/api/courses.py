@@ -163,11 +163,14 @@ def grant_extension(assignment_id: int):
             extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
                                                 due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
                                                 reason=body["reason"], by=_by())
-            return _created({"assignment": assignment.id, "user": body["user"],
-                             "due_at": courses.shown(extension.due_at, course) or None,
-                             "extra_attempts": extension.extra_attempts, "reason": extension.reason})
+            made = {"assignment": assignment.id, "user": body["user"],
+                    "due_at": courses.shown(extension.due_at, course) or None,
+                    "extra_attempts": extension.extra_attempts, "reason": extension.reason}
+            student_id = extension.user_id
     except courses.CourseError as exc:
         raise ApiError(exc.code, exc.message) from None
+    courses.announce_standing(assignment_id, student_id)  # only now: it is committed
+    return _created(made)
 
 
 @bp.post("/assignments/<int:assignment_id>/overrides")
@@ -179,11 +182,14 @@ def set_override(assignment_id: int):
             assignment, course = _assignment(session, assignment_id)
             override = courses.set_override(session, assignment, _user(session, body["user"]), score=body["score"],
                                             reason=body["reason"], by=_by())
-            return _created({"assignment": assignment.id, "user": body["user"], "score": override.score,
-                             "reason": override.reason, "set_by": override.set_by,
-                             "set_at": courses.shown(override.set_at, course)})
+            made = {"assignment": assignment.id, "user": body["user"], "score": override.score,
+                    "reason": override.reason, "set_by": override.set_by,
+                    "set_at": courses.shown(override.set_at, course)}
+            student_id = override.user_id
     except courses.CourseError as exc:
         raise ApiError(exc.code, exc.message) from None
+    courses.announce_standing(assignment_id, student_id)  # only now: it is committed
+    return _created(made)
 
 
 # ------------------------------------------------------------------ regrades

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,9 @@ from grader.courses.models import MEMBER_ROLES, Assignment, Course, CourseMember
 from grader.courses.rules import Attempt, Counted, Refusal, Rules
 from grader.db import now
 from grader.submissions.models import Submission, SubmissionStatus
+from grader.tasks import NOTIFY_QUEUE, send_task
+
+log = logging.getLogger(__name__)
 
 MAX_ROSTER_LINES = 5000
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -304,6 +308,18 @@ def set_override(session: Session, assignment: Assignment, user: User, *, score,
     session.add(override)
     session.flush()
     return override
+
+
+STANDING_TASK = "grader.standing_changed"
+
+
+def announce_standing(assignment_id: int, user_id: int) -> None:
+    """After an override or extension has committed: the student's LMS line items get the
+    score that counts now (a worker's task; the change itself is stored either way)."""
+    try:
+        send_task(STANDING_TASK, [assignment_id, user_id, now().isoformat()], queue=NOTIFY_QUEUE)
+    except Exception:
+        log.exception("the LMS will not hear of assignment %s's new standing for user %s", assignment_id, user_id)
 
 
 # ------------------------------------------------------------------ submitting, and what counts

@@ -16,13 +16,14 @@ from sqlalchemy import select, update
 from grader import db
 from grader.catalog import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at
+from grader.courses.assignments import STANDING_TASK
 from grader.courses.models import Regrade, RegradeGrade, RegradeStatus
 from grader.courses.regrades import PUBLISHED_TASK, QUEUE_DEADLINE, REGRADE_TASK, regrade_queue
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
 from grader.engine.report import INFRASTRUCTURE
 from grader.submissions.models import Submission
-from grader.submissions.notify import after_grade
+from grader.submissions.notify import after_grade, after_standing_change
 from grader.tasks import GRADE_HARD_LIMIT, celery, send_task
 
 log = logging.getLogger(__name__)
@@ -135,3 +136,10 @@ def regrade_published(submission_ids: list[str]) -> int:
     """A published regrade changed these students' grades: their LMS line items get the
     score that counts now, and webhooks hear of it, as after a grade."""
     return sum(after_grade(submission_id) for submission_id in submission_ids)
+
+
+@celery.task(name=STANDING_TASK)
+def standing_changed(assignment_id: int, user_id: int, at: str) -> int:
+    """Staff set a score by hand or gave an extension: the integrations hear of the
+    score that counts now."""
+    return after_standing_change(assignment_id, user_id, at)

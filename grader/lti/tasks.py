@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import datetime, timezone
 
 import redis as redis_py
 from sqlalchemy import func, select
@@ -28,7 +29,7 @@ from grader.lti.platforms import as_platform
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
 from grader.settings import settings
 from grader.submissions.models import Submission, SubmissionStatus
-from grader.submissions.notify import on_finished
+from grader.submissions.notify import on_finished, on_standing_changed
 from grader.tasks import backoff, celery
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,22 @@ def score_targets(session, row: Submission) -> list[tuple[str, list]]:
     return [(PUBLISH_SCORE_TASK, [row.id, target_id]) for target_id in targets]
 
 
+@on_standing_changed
+def standing_targets(session, assignment_id: int, user_id: int, at: str) -> list[tuple[str, list]]:
+    """A score set by hand or an extension changes what counts: the assignment's line items
+    get it, stamped with when it changed (a newer score than the last grade's). Sent with
+    the student's latest grade, whose record it is kept with; a student with no grade yet
+    has nothing sent."""
+    latest = session.scalar(select(Submission.id).where(
+        Submission.assignment_id == assignment_id, Submission.user_id == user_id,
+        Submission.status == SubmissionStatus.GRADED).order_by(Submission.finished_at.desc()).limit(1))
+    if latest is None:
+        return []
+    targets = session.scalars(select(LtiGradeTarget.id).where(
+        LtiGradeTarget.user_id == user_id, LtiGradeTarget.assignment_id == assignment_id))
+    return [(PUBLISH_SCORE_TASK, [latest, target_id, at]) for target_id in targets]
+
+
 def _score(session, row: Submission, policy: str) -> float:
     if row.assignment_id is not None:
         assignment = session.get(Assignment, row.assignment_id)
@@ -67,7 +84,7 @@ def _score(session, row: Submission, policy: str) -> float:
 
 
 @celery.task(name=PUBLISH_SCORE_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
-def publish_score(self, submission_id: str, target_id: int) -> str:
+def publish_score(self, submission_id: str, target_id: int, changed_at: str | None = None) -> str:
     config = settings()
     with db.transaction() as session:
         row = session.get(Submission, submission_id)
@@ -85,6 +102,8 @@ def publish_score(self, submission_id: str, target_id: int) -> str:
         score = _score(session, row, config.lti_score_policy)
         maximum = float(row.max_score or row.exercise.max_score or 0)
         lineitem, user_id, finished = target.lineitem_url, target.lti_user_id, row.finished_at
+        if changed_at:  # what counts changed after the grade (an override, an extension): newer than it
+            finished = max(finished, datetime.fromisoformat(changed_at), key=_aware_utc)
         # What the line item is made with, should the link have none yet.
         wanted = None if lineitem else dict(
             lineitems_url=target.lineitems_url, resource_link_id=target.resource_link_id,
@@ -189,6 +208,11 @@ def _store_lineitem(target_id: int, url: str) -> bool:
         target.lineitem_url = url
         return True
 
+
+
+def _aware_utc(moment: datetime) -> datetime:
+    """SQLite gives naive datetimes back; they are UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _record(target_id, submission_id, score, maximum, attempt, outcome, status, error) -> None:

@@ -295,9 +295,11 @@ def _staff_change(assignment_id: int, change):
             assignment, course, role = _assignment(s, assignment_id)
             if not _staff(role):
                 abort(403)
-            change(s, assignment, course, _student(s, course, request.form.get("student")), request.form)
+            student_id = change(s, assignment, course, _student(s, course, request.form.get("student")),
+                                request.form).user_id
     except courses.CourseError as exc:
         return _assignment_page(assignment_id, error=exc.message, status=422)
+    courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
 
 
