@@ -283,34 +283,62 @@ def gradebook_export_command(code: str, out: Path | None, per: str) -> None:
 
 
 @main.command("regrade")
-@click.option("--assignment", "assignment_id", required=True, type=int)
+@click.option("--assignment", "assignment_id", type=int, help="The assignment to regrade.")
+@click.option("--exercise", "slug", help="Regrade every assignment of this exercise instead (one regrade each).")
 @click.option("--publish", is_flag=True, help="Wait for the regrade, print its diff and publish it.")
 @click.option("--timeout", default=3600, show_default=True, help="Seconds to wait with --publish.")
-def regrade_command(assignment_id: int, publish: bool, timeout: int) -> None:
-    """Grade an assignment's sources again against the exercise's current version (the
-    workers take regrades only when no live submission waits)."""
-    import time
+def regrade_command(assignment_id: int | None, slug: str | None, publish: bool, timeout: int) -> None:
+    """Grade an assignment's sources (or those of every assignment of an exercise) again
+    against the exercise's current version (the workers take regrades only when no live
+    submission waits). Prints the regrades' ids, or with --publish their diffs."""
+    from sqlalchemy import select
 
     from grader import db
     from grader.courses import assignments as courses
     from grader.courses import regrades
     from grader.courses.models import Assignment, Regrade
 
+    if (assignment_id is None) == (slug is None):
+        raise click.UsageError("name --assignment or --exercise (one of them)")
     try:
         with db.transaction() as session:
-            assignment = session.get(Assignment, assignment_id)
-            if assignment is None:
-                raise click.ClickException(f"there is no assignment {assignment_id}")
-            regrade_id = regrades.start(session, assignment, by="grader regrade").id
+            if slug is not None:
+                placed = session.scalars(select(Assignment).where(Assignment.exercise_slug == slug)
+                                         .order_by(Assignment.id)).all()
+                if not placed:
+                    raise click.ClickException(f"no assignment is of {slug!r}")
+                started, skipped = regrades.start_across(session, placed, by="grader regrade")
+                for assignment, reason in skipped:
+                    click.echo(f"assignment {assignment.id} skipped: {reason}", err=True)
+            else:
+                assignment = session.get(Assignment, assignment_id)
+                if assignment is None:
+                    raise click.ClickException(f"there is no assignment {assignment_id}")
+                started = [regrades.start(session, assignment, by="grader regrade")]
+            regrade_ids = [r.id for r in started]
     except courses.CourseError as exc:
         raise click.ClickException(exc.message) from None
-    with db.transaction() as session:
-        regrade = session.get(Regrade, regrade_id)
-        sent = regrades.send(session, regrade)
-    click.echo(f"regrade {regrade_id}: {sent} submissions sent to the workers", err=True)
+    for regrade_id in regrade_ids:
+        with db.transaction() as session:
+            regrade = session.get(Regrade, regrade_id)
+            sent = regrades.send(session, regrade)
+            click.echo(f"regrade {regrade_id} of assignment {regrade.assignment_id}: {sent} submissions sent "
+                       f"to the workers", err=True)
     if not publish:
-        click.echo(regrade_id)
+        click.echo("\n".join(map(str, regrade_ids)))
         return
+    for regrade_id in regrade_ids:
+        _publish_when_ready(regrade_id, timeout)
+
+
+def _publish_when_ready(regrade_id: int, timeout: int) -> None:
+    """Wait for a regrade, print what changed and publish it."""
+    import time
+
+    from grader import db
+    from grader.courses import regrades
+    from grader.courses.models import Regrade
+
     deadline = time.monotonic() + timeout
     while True:
         with db.transaction() as session:

@@ -171,3 +171,42 @@ def test_a_regrade_is_started_followed_and_discarded_through_the_api(client, key
     discarded = client.post(f"/api/v1/regrades/{body['id']}/discard", headers=key)
     assert discarded.status_code == 200 and discarded.get_json()["status"] == "discarded"
     assert client.get(body["url"], headers=key).get_json()["status"] == "discarded"
+
+
+def test_every_assignment_of_an_exercise_is_regraded_at_once(client, key, course, redis, database_url, make_key):
+    """A test of the exercise was fixed: each of the key's assignments of it gets its own
+    regrade; one with nothing graded is skipped with the reason; another key's are untouched."""
+    course_id, first = course
+    second = client.post(f"/api/v1/courses/{course_id}/assignments", headers=key, json={
+        "exercise": "autograd-basics", "due_at": "2026-12-20T23:59+09:00", "title": "Again"}).get_json()["id"]
+    idle = client.post(f"/api/v1/courses/{course_id}/assignments", headers=key, json={
+        "exercise": "autograd-basics", "due_at": "2026-12-24T23:59+09:00", "title": "Nobody yet"}).get_json()["id"]
+    graded(database_url, submit(client, key, first, "ada", DUE - DAY).get_json()["id"], 6)
+    graded(database_url, submit(client, key, second, "bo", DUE - DAY).get_json()["id"], 4)
+
+    started = client.post("/api/v1/exercises/autograd-basics/regrades", headers=key)
+    assert started.status_code == 202, started.get_json()
+    body = started.get_json()
+    assert [(r["assignment"], r["progress"]["total"]) for r in body["regrades"]] == [(first, 1), (second, 1)]
+    assert body["skipped"] == [{"assignment": idle, "reason": "this assignment has no graded submission to regrade"}]
+    assert redis.llen("cpu-regrade") == 2
+    # Again at once: both are running, so every assignment is skipped and nothing more is sent.
+    again = client.post("/api/v1/exercises/autograd-basics/regrades", headers=key)
+    assert again.status_code == 200 and again.get_json()["regrades"] == [] and redis.llen("cpu-regrade") == 2
+    other = {"Authorization": f"Bearer {make_key(*SCOPES)}"}
+    assert_error(client.post("/api/v1/exercises/autograd-basics/regrades", headers=other), 404, "exercise_not_found")
+
+
+def test_grader_regrade_takes_an_exercise(client, key, course, redis, database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    _, assignment = course
+    graded(database_url, submit(client, key, assignment, "ada", DUE - DAY).get_json()["id"], 6)
+    ran = CliRunner().invoke(main, ["regrade", "--exercise", "autograd-basics"])
+    assert ran.exit_code == 0, ran.output
+    assert f"of assignment {assignment}: 1 submissions sent" in ran.output and redis.llen("cpu-regrade") == 1
+    both = CliRunner().invoke(main, ["regrade", "--exercise", "autograd-basics", "--assignment", str(assignment)])
+    assert both.exit_code == 2 and "one of them" in both.output

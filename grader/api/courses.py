@@ -5,6 +5,7 @@ members are the key's own users (the same ``user`` values its submissions name).
 from __future__ import annotations
 
 from flask import Response, current_app, g, jsonify, request, url_for
+from sqlalchemy import select
 
 from grader import submissions
 from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
@@ -238,6 +239,31 @@ def start_regrade(assignment_id: int):
     return response
 
 
+@bp.post("/exercises/<slug>/regrades")
+@requires("grades:write")
+def start_exercise_regrades(slug: str):
+    """Every assignment of the exercise in this key's courses, regraded (one regrade each)."""
+    with get_db() as session:
+        placed = session.scalars(select(Assignment).join(Course, Course.id == Assignment.course_id).where(
+            Assignment.exercise_slug == slug[:100], Course.api_key_id == g.caller.key_id).order_by(Assignment.id)).all()
+        if not placed:
+            raise ApiError("exercise_not_found", f"no assignment of this key's courses is of {slug[:100]!r}")
+        started, skipped = regrades.start_across(session, placed, by=_by())
+        started_ids = [r.id for r in started]
+        skipped = [{"assignment": a.id, "reason": reason} for a, reason in skipped]
+    with get_db() as session:  # committed: now the workers may look for them
+        listed = []
+        for regrade_id in started_ids:
+            regrade = session.get(Regrade, regrade_id)
+            regrades.send(session, regrade)
+            course = session.get(Course, session.get(Assignment, regrade.assignment_id).course_id)
+            listed.append({**regrade_json(session, regrade, course),
+                           "url": url_for("api.get_regrade", regrade_id=regrade_id, _external=True)})
+    response = jsonify(exercise=slug, regrades=listed, skipped=skipped)
+    response.status_code = 202 if listed else 200
+    return response
+
+
 @bp.get("/regrades/<int:regrade_id>")
 @requires("grades:read")
 def get_regrade(regrade_id: int):
@@ -270,3 +296,4 @@ def discard_regrade(regrade_id: int):
             return jsonify(regrade_json(session, regrade, course))
     except courses.CourseError as exc:
         raise ApiError(exc.code, exc.message) from None
+

@@ -91,6 +91,16 @@ SCHEMAS = {
                                "ko": {"type": "string", "nullable": True}}}},
         }],
     },
+    "ExerciseRegrades": {
+        "type": "object", "required": ["exercise", "regrades", "skipped"],
+        "properties": {
+            "exercise": {"type": "string"},
+            "regrades": {"type": "array", "items": _ref("Regrade")},
+            "skipped": {"type": "array", "items": {"type": "object", "required": ["assignment", "reason"],
+                                                   "properties": {"assignment": {"type": "integer"},
+                                                                  "reason": {"type": "string"}}}},
+        },
+    },
     "ExerciseCheckAccepted": {
         "type": "object", "required": ["id", "url", "status", "slug", "version"],
         "properties": {
@@ -509,6 +519,19 @@ def _course_paths() -> dict:
             "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
             "responses": {"202": _ok("Started.", "Regrade"), **_AUTH_ERRORS, **assignment_missing,
                           "422": _error("Nothing to regrade, or one is running.", "invalid_regrade")}}},
+        "/exercises/{slug}/regrades": {"post": {
+            "operationId": "startExerciseRegrades",
+            "summary": "Regrade every assignment of an exercise in this key's courses, one regrade each",
+            "description": "After a test of the exercise was fixed: each assignment's sources are graded again "
+                           "against the exercise's current version, as `POST /assignments/{id}/regrades` does; "
+                           "each regrade is published or discarded on its own. Assignments with nothing to "
+                           "regrade, or with a regrade running, are listed in `skipped` with the reason.",
+            "x-required-scope": "grades:write",
+            "parameters": [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"202": _ok("Started (200 when every assignment was skipped).", "ExerciseRegrades"),
+                          **_AUTH_ERRORS,
+                          "404": _error("No assignment of this key's courses is of this exercise.",
+                                        "exercise_not_found")}}},
         "/regrades/{regrade_id}": {"get": {
             "operationId": "getRegrade", "summary": "A regrade's progress and diff",
             "x-required-scope": "grades:read", "parameters": ids("regrade_id"),

@@ -59,6 +59,21 @@ def start(session: Session, assignment: Assignment, *, by: str) -> Regrade:
     return regrade
 
 
+def start_across(session: Session, assignments: list[Assignment], *, by: str
+                 ) -> tuple[list[Regrade], list[tuple[Assignment, str]]]:
+    """A regrade of each of these assignments (an exercise's, in the courses the caller
+    runs), after a test of the exercise was fixed: one regrade per assignment, each
+    published or discarded on its own. An assignment with nothing to regrade, or with a
+    regrade running, is skipped with the reason."""
+    started, skipped = [], []
+    for assignment in assignments:
+        try:
+            started.append(start(session, assignment, by=by))
+        except CourseError as exc:  # raised before anything of it was added
+            skipped.append((assignment, exc.message))
+    return started, skipped
+
+
 def send(session: Session, regrade: Regrade) -> int:
     """Enqueue the regrade's pending grades (after the commit that made them)."""
     device = session.get(Exercise, session.get(Assignment, regrade.assignment_id).exercise_slug).device
