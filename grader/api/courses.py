@@ -1,5 +1,5 @@
 """/api/v1 for running a course: courses, their members, assignments, extensions,
-overrides and the gradebook. A course made with an API key is that key's alone, and its
+overrides, the gradebook, regrades, and the class's analytics and similar submissions. A course made with an API key is that key's alone, and its
 members are the key's own users (the same ``user`` values its submissions name)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from grader import submissions
 from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
 from grader.courses import assignments as courses
-from grader.courses import regrades
+from grader.courses import analytics, regrades, similarity
 from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
 from grader.courses.models import Assignment, Course, Regrade
 from grader.extensions import get_db
@@ -193,6 +193,32 @@ def set_override(assignment_id: int):
     return _created(made)
 
 
+# ------------------------------------------------------------------ similar submissions
+
+def _side_json(side: similarity.Side, final: similarity.Final) -> dict:
+    return {"student": who(final.user), "name": final.user.name, "submission": final.submission_id,
+            "share": round(side.share, 4), "own_tokens": side.own, "shared_tokens": side.shared,
+            "regions": [{"start": r.start, "end": r.end, "first_line": r.first_line, "last_line": r.last_line}
+                        for r in side.regions]}
+
+
+@bp.get("/assignments/<int:assignment_id>/similarity")
+@requires("grades:read")
+def get_similarity(assignment_id: int):
+    limit = request.args.get("limit", "100")
+    if not (limit.isascii() and limit.isdigit() and int(limit) >= 1):
+        raise ApiError("bad_request", "limit is a whole number of pairs, 1 or more")
+    try:
+        with get_db() as session:
+            assignment, _ = _assignment(session, assignment_id)
+            found = similarity.similar(session, assignment)
+    except courses.CourseError as exc:
+        raise ApiError(exc.code, exc.message) from None
+    return jsonify({"assignment": assignment_id, "students": len(found.finals), "pairs_sharing_code": len(found.pairs),
+                    "pairs": [{"similarity": round(p.similarity, 4), "a": _side_json(p.a, found.finals[p.a.key]),
+                               "b": _side_json(p.b, found.finals[p.b.key])} for p in found.pairs[:int(limit)]]})
+
+
 # ------------------------------------------------------------------ regrades
 
 def regrade_json(session, regrade, course: Course) -> dict:
@@ -297,3 +323,12 @@ def discard_regrade(regrade_id: int):
     except courses.CourseError as exc:
         raise ApiError(exc.code, exc.message) from None
 
+
+# ------------------------------------------------------------------ where the class is stuck
+
+@bp.get("/assignments/<int:assignment_id>/analytics")
+@requires("grades:read")
+def get_analytics(assignment_id: int):
+    with get_db() as session:
+        assignment, _ = _assignment(session, assignment_id)
+        return jsonify(analytics.as_json(analytics.analytics(session, assignment)))

@@ -6,6 +6,7 @@ in step (every route documented with its methods, every documented path routed).
 
 from __future__ import annotations
 
+from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
 from grader.settings import MAX_SOURCE_BYTES
 
 # Every error code the API answers with, and its HTTP status.
@@ -23,6 +24,7 @@ ERROR_CODES = {
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
     "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
     "not_a_member": 422, "invalid_regrade": 422, "invalid_bundle": 422,
+    "too_many_students": 422, "sources_too_large": 422, "starter_unavailable": 422,  # similar submissions
     "not_open": 409, "closed": 409, "no_attempts_left": 409,
     "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429, "too_many_checks": 429,
     "internal_error": 500, "workers_unreachable": 503,
@@ -304,12 +306,83 @@ SCHEMAS = {
                            "students": {"type": "array", "items": {"type": "object"}},
                            "unchanged": {"type": "integer"}},
         },
+        "Similarity": {
+            "type": "object", "required": ["assignment", "students", "pairs_sharing_code", "pairs"],
+            "description": "Every pair of students' final submissions (the one whose score counts, else the latest "
+                           "graded) that shares code beyond the exercise's starter file, most similar first, as "
+                           "copydetect finds it (tokenized, names and comments ignored; never run). For a reader's "
+                           "judgement: it never changes a score. `similarity` = (a.shared_tokens + "
+                           "b.shared_tokens) / (a.own_tokens + b.own_tokens); ties: more shared tokens first.",
+            "properties": {
+                "assignment": {"type": "integer"},
+                "students": {"type": "integer", "description": "Students with a graded submission, compared."},
+                "pairs_sharing_code": {"type": "integer",
+                                       "description": "All of them; `pairs` holds the first `limit`."},
+                "pairs": {"type": "array", "items": {
+                    "type": "object", "required": ["similarity", "a", "b"],
+                    "properties": {"similarity": {"type": "number", "minimum": 0, "maximum": 1},
+                                   "a": _ref("SimilarSide"), "b": _ref("SimilarSide")}}},
+            },
+        },
+        "SimilarSide": {
+            "type": "object",
+            "required": ["student", "name", "submission", "share", "own_tokens", "shared_tokens", "regions"],
+            "properties": {
+                "student": {"type": "string"}, "name": {"type": "string"},
+                "submission": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                "share": {"type": "number", "description": "shared_tokens / own_tokens: the part of this submission's "
+                                                           "own code that the other has too."},
+                "own_tokens": {"type": "integer", "description": "Its tokenized characters beyond the starter code."},
+                "shared_tokens": {"type": "integer"},
+                "regions": {"type": "array", "description": "Where the shared code is in this source.", "items": {
+                    "type": "object", "required": ["start", "end", "first_line", "last_line"],
+                    "properties": {"start": {"type": "integer", "description": "Character offset, from 0."},
+                                   "end": {"type": "integer", "description": "Character offset, excluded."},
+                                   "first_line": {"type": "integer", "description": "From 1."},
+                                   "last_line": {"type": "integer"}}}},
+            },
+        },
         "Gradebook": {
             "type": "object", "required": ["course", "assignments", "students"],
             "description": "Per student, each assignment's score that counts under its rules (best or latest, "
                            "after late penalties; or the override), with its late mark, extension and override.",
             "properties": {"course": {"type": "object"}, "assignments": {"type": "array", "items": {"type": "object"}},
                            "students": {"type": "array", "items": {"type": "object"}}},
+        },
+        "Analytics": {
+            "type": "object",
+            "required": ["assignment", "at", "students", "scores", "tests", "misconceptions", "full_marks",
+                         "not_yet_full_marks"],
+            "description": "Where the class is stuck on one assignment, computed on request from the course's "
+                           "students (their role in it: student) and their submissions. Each student's score is "
+                           "the gradebook's (under their extension; an override replaces it). Times in the "
+                           "course's time zone, with it.",
+            "properties": {
+                "assignment": {"type": "object"}, "at": {"type": "string", "description": "The time it was computed."},
+                "students": {"type": "integer"},
+                "scores": {"type": "object", "description": "The scores that count, in percent of the maximum: "
+                           "`scored` students have one, `unscored` have none (nothing graded, no override); bins "
+                           "of 10 percent from `from_percent` (in) to `to_percent` (out, but 100 is in the last).",
+                           "properties": {"max_score": {"type": "number", "nullable": True},
+                                          "scored": {"type": "integer"}, "unscored": {"type": "integer"},
+                                          "mean_percent": {"type": "number", "nullable": True},
+                                          "median_percent": {"type": "number", "nullable": True},
+                                          "bins": {"type": "array", "items": {"type": "object"}}}},
+                "tests": {"type": "array", "description": "Per hidden test: how many of the students' counting "
+                          "submissions (none for a score set by hand) and of all their graded submissions passed "
+                          "it; one whose report does not list it did not.", "items": {"type": "object"}},
+                "misconceptions": {"type": "array", "description": "Each hint a failed test gave (per test and "
+                                   "hint): `students` it was given to, most first; `got_past`: those of them with a "
+                                   "graded submission after the last one that gave it, passing that test.",
+                                   "items": {"type": "object"}},
+                "full_marks": {"type": "object", "description": "`reached`: students with a graded submission "
+                               "passing every test (before late penalties); the attempts up to the first such "
+                               "(failed gradings are no attempt) and the seconds from their first submission to "
+                               "it; `never`: the other students."},
+                "not_yet_full_marks": {"type": "array", "description": "The students who have not reached full "
+                                       "marks, with their own due date (an extension's) and the seconds left "
+                                       "(negative once past), soonest first.", "items": {"type": "object"}},
+            },
         },
     },
 }
@@ -513,6 +586,19 @@ def _course_paths() -> dict:
             "responses": {"201": _ok("Set (it replaces an earlier one).", "Override"), **_AUTH_ERRORS,
                           **assignment_missing,
                           "422": _error("Not a score.", *bad, "invalid_assignment", "invalid_user", "not_a_member")}}},
+        "/assignments/{assignment_id}/similarity": {"get": {
+            "operationId": "getSimilarity", "summary": "Pairs of students' final submissions, most similar first",
+            "description": f"Computed on request: refused above {MAX_STUDENTS} students with a graded submission, "
+                           f"or {MAX_CHARACTERS:,} characters of final sources in all. It informs; it never changes "
+                           "a score.",
+            "x-required-scope": "grades:read", "parameters": ids("assignment_id") + [
+                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "default": 100},
+                 "description": "How many of the most similar pairs to return."}],
+            "responses": {"200": _ok("The pairs.", "Similarity"), "400": _error("A bad limit.", "bad_request"),
+                          **_AUTH_ERRORS, **assignment_missing,
+                          "422": _error("Too many students or too much code to compare now, or the starter code "
+                                        "of the pinned version is no longer kept.", "too_many_students",
+                                        "sources_too_large", "starter_unavailable")}}},
         "/assignments/{assignment_id}/regrades": {"post": {
             "operationId": "startRegrade", "summary": "Grade the assignment's sources again against the current version",
             "description": "On a queue workers take only when no live submission waits; follow `url`.",
@@ -546,6 +632,10 @@ def _course_paths() -> dict:
             "x-required-scope": "grades:write", "parameters": ids("regrade_id"),
             "responses": {"200": _ok("Discarded.", "Regrade"), **_AUTH_ERRORS, **regrade_missing,
                           "422": _error("Decided already.", "invalid_regrade")}}},
+        "/assignments/{assignment_id}/analytics": {"get": {
+            "operationId": "getAnalytics", "summary": "Where the class is stuck: scores, pass rates, hints hit",
+            "x-required-scope": "grades:read", "parameters": ids("assignment_id"),
+            "responses": {"200": _ok("The numbers.", "Analytics"), **_AUTH_ERRORS, **assignment_missing}}},
     }
 
 
