@@ -17,6 +17,7 @@ from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
 from grader.lti import views as lti_views
 from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
+from grader.web import errors
 
 # What a JSON error under /api/ is called, by HTTP status.
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
@@ -87,9 +88,9 @@ def _room_for_bundles() -> None:
 
 
 def _http_error(exc: HTTPException):
-    """Under /api/ every error is JSON like the API's own; elsewhere Flask's page."""
+    """Under /api/ every error is JSON like the API's own; elsewhere a page of the site's."""
     if not request.path.startswith("/api/"):
-        return exc
+        return errors.page(exc)
     status = exc.code or 500
     # Flask has logged a 500's exception already; its text stays in the log.
     message = "internal error; it has been logged" if status >= 500 else (exc.description or exc.name)

@@ -22,7 +22,7 @@ from grader.accounts import users
 from grader.accounts.models import User
 from grader.courses import access
 from grader.extensions import LANGUAGES, get_db, limiter
-from grader.web import bp
+from grader.web import bp, errors
 from grader.web.headers import admin_page
 
 
@@ -177,7 +177,7 @@ def login():
 def _throttled(exc):
     """A throttled sign-in is the sign-in page, saying so and for how long."""
     if request.endpoint != "web.login":
-        return exc
+        return errors.page(exc)
     limit = limiter.current_limit
     wait = max(1, math.ceil(limit.reset_at - time.time())) if limit is not None else 60
     error = _("Too many failed sign-ins for this account or from this address. Try again in "
