@@ -11,6 +11,10 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_SOURCE_BYTES = 256 * 1024  # largest submission accepted, everywhere
+# A notebook (.ipynb) submitted: its JSON, refused over this before it is parsed, and its cells.
+# (Its graded source, the code cells, is held to MAX_SOURCE_BYTES like any other.)
+MAX_NOTEBOOK_BYTES = 1024 * 1024
+MAX_NOTEBOOK_CELLS = 1000
 
 
 def _flag(name: str) -> bool:

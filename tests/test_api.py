@@ -257,7 +257,7 @@ def test_a_queued_submission_shows_its_status(client, auth, basics):
     assert response.get_json() == {
         "id": created["id"], "exercise": "autograd-basics", "exercise_version": 1, "assignment": None, "user": "lms-42",
         "status": "queued", "progress": {"done": 0, "total": 0}, "score": None, "max_score": None,
-        "failure_reason": None, "report": None}
+        "failure_reason": None, "report": None, "notebook": None}
 
 
 def test_a_graded_submission_shows_its_score_and_report(client, auth, basics, database_url):
@@ -463,6 +463,7 @@ def test_every_error_code_in_the_code_is_documented():
     sources = [*sorted((ROOT / "grader" / "api").glob("*.py")),
                ROOT / "grader" / "accounts" / "keys.py", ROOT / "grader" / "submissions" / "__init__.py",
                ROOT / "grader" / "source.py", ROOT / "grader" / "app.py",
+               ROOT / "grader" / "submissions" / "notebooks.py",
                ROOT / "grader" / "courses" / "assignments.py", ROOT / "grader" / "courses" / "rules.py",
                ROOT / "grader" / "courses" / "regrades.py", ROOT / "grader" / "courses" / "similarity.py"]
     codes = set()

@@ -7,7 +7,7 @@ in step (every route documented with its methods, every documented path routed).
 from __future__ import annotations
 
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
-from grader.settings import MAX_SOURCE_BYTES
+from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
 
 # Every error code the API answers with, and its HTTP status.
 ERROR_CODES = {
@@ -17,11 +17,12 @@ ERROR_CODES = {
     "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404, "check_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
-    "request_too_large": 413, "source_too_large": 413,
+    "request_too_large": 413, "source_too_large": 413, "notebook_too_large": 413,
     "unsupported_media_type": 415,
     "invalid_url": 422,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
+    "notebook_invalid": 422,
     "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
     "not_a_member": 422, "invalid_regrade": 422, "invalid_bundle": 422,
     "too_many_students": 422, "sources_too_large": 422, "starter_unavailable": 422,  # similar submissions
@@ -148,16 +149,27 @@ SCHEMAS = {
                 "error": {"type": "string", "nullable": True}}}}},
     },
     "NewSubmission": {
-        "type": "object", "required": ["source", "user"], "additionalProperties": False,
+        "type": "object", "required": ["user"], "additionalProperties": False,
         "description": "Names an exercise (practice, graded against its published version) or an assignment "
                        "of one of this key's courses (under its rules, against the version it pinned), "
-                       "not both.",
+                       "not both; and sends the code as a `source` or a `notebook`, exactly one of them.",
         "properties": {
             "exercise": {"type": "string", "description": "The exercise's slug.", "example": "autograd-basics"},
             "assignment": {"type": "integer", "description": "An assignment's id."},
             "source": {"type": "string", "minLength": 1,
                        "description": f"The Python source, at most {MAX_SOURCE_BYTES} bytes as UTF-8, "
                                       "not blank, no NUL characters."},
+            "notebook": {"type": "object", "additionalProperties": True,
+                         "description": "A Jupyter notebook (the .ipynb file's JSON object, nbformat 4, at most "
+                                        f"{MAX_NOTEBOOK_BYTES} bytes and {MAX_NOTEBOOK_CELLS} cells) in place "
+                                        "of `source`. What is graded is its code cells in order, less those "
+                                        "tagged `skip-grading`, each after a line `# %% cell N` (N counts "
+                                        "every cell from 1), with IPython magics and shell commands (lines "
+                                        "starting a statement with `%` or `!`, `x = !cmd`, `x = %magic`, "
+                                        "and whole `%%` cells) turned into comments; that Python is held "
+                                        f"to the {MAX_SOURCE_BYTES} bytes of a source. A notebook that is "
+                                        "not JSON, not nbformat 4, invalid, or has no code is 422 "
+                                        "`notebook_invalid`, the message saying what is wrong."},
             "user": {"type": "string", "minLength": 1, "maxLength": 480,
                      "description": "Your id for the student; the grader makes a user on first sight."},
         },
@@ -173,7 +185,7 @@ SCHEMAS = {
     "Submission": {
         "type": "object",
         "required": ["id", "exercise", "exercise_version", "assignment", "user", "status", "progress", "score",
-                     "max_score", "failure_reason", "report"],
+                     "max_score", "failure_reason", "report", "notebook"],
         "properties": {
             "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
             "exercise": {"type": "string"},
@@ -191,7 +203,20 @@ SCHEMAS = {
             "failure_reason": {"type": "string", "nullable": True},
             "report": {"type": "object", "nullable": True, "additionalProperties": True,
                        "description": "The grading report (per test: name, passed, points, max points, "
-                                      "message, hint); null until graded."},
+                                      "message, hint); null until graded. For a notebook, every line "
+                                      "number of the graded source in a message (`File \"submission.py\", "
+                                      "line 12`) is followed by its cell, `(cell 3, line 2)`."},
+            "notebook": {"type": "object", "nullable": True, "required": ["cells"],
+                         "description": "Null unless the submission was a notebook: then where each code "
+                                        "cell graded is in the graded source.",
+                         "properties": {"cells": {"type": "array", "items": {
+                             "type": "object", "required": ["cell", "first_line", "lines"],
+                             "properties": {
+                                 "cell": {"type": "integer", "description": "The cell's number in the "
+                                                                            "notebook, from 1."},
+                                 "first_line": {"type": "integer",
+                                                "description": "The graded source's line of its first line."},
+                                 "lines": {"type": "integer"}}}}}},
         },
     },
     "NewWebhook": {
@@ -445,8 +470,9 @@ def _paths() -> dict:
                         "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}}},
                 "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
                 **_AUTH_ERRORS,
-                "413": _error(f"The source is over {MAX_SOURCE_BYTES} bytes, or the body far over.",
-                              "source_too_large", "request_too_large"),
+                "413": _error(f"The source is over {MAX_SOURCE_BYTES} bytes, the notebook over "
+                              f"{MAX_NOTEBOOK_BYTES} bytes or {MAX_NOTEBOOK_CELLS} cells, or the body far over.",
+                              "source_too_large", "notebook_too_large", "request_too_large"),
                 "415": _error("The body is not application/json (UTF-8).", "unsupported_media_type"),
                 "404": _error("This key has no assignment with this id.", "assignment_not_found"),
                 "409": _error("The assignment takes no submission from this student now: not open yet, "
@@ -455,7 +481,7 @@ def _paths() -> dict:
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",
-                              "not_a_member"),
+                              "notebook_invalid", "not_a_member"),
                 "429": {**_error("Too many accepted submissions for this user, or for this key whatever the "
                                  "user, lately; too many new users made by this key in the last hour; or the "
                                  "assignment's cool-down between attempts. The `Retry-After` header says in "

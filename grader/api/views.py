@@ -25,6 +25,7 @@ from grader.courses.models import Assignment, Course
 from grader.db import now
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import get_db, limiter
+from grader.submissions import notebooks
 from grader.submissions.models import Submission, SubmissionStatus
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
 # It names an exercise (practice) or an assignment of one of the key's courses, not both.
-_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "user")
+# The code is a "source" (Python text) or a "notebook" (the .ipynb's JSON object), not both.
+_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user")
 _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
@@ -112,22 +114,30 @@ def _json_body() -> dict:
     return body
 
 
-def _submission_fields(body: dict) -> tuple[str | int, str, str]:
+def _submission_fields(body: dict) -> tuple[str | int, str | submissions.Notebook, str]:
     unknown = sorted(set(body) - set(_SUBMISSION_FIELDS))
     if unknown:
         raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_SUBMISSION_FIELDS)}")
     target = [name for name in ("exercise", "assignment") if name in body]
-    missing = [name for name in ("source", "user") if name not in body] + ([] if target else ["exercise"])
+    given = [name for name in ("source", "notebook") if name in body]
+    missing = (([] if given else ["source (or notebook)"]) + [name for name in ("user",) if name not in body]
+               + ([] if target else ["exercise"]))
     if missing:
         raise ApiError("missing_field", f"missing required fields {missing}")
     if len(target) > 1:
         raise ApiError("invalid_body", "name an exercise or an assignment, not both")
+    if len(given) > 1:
+        raise ApiError("invalid_body", "send a source or a notebook, not both")
     for name in ("source", "user", "exercise"):
         if name in body and not isinstance(body[name], str):
             raise ApiError("wrong_type", f"{name!r} must be a string, not {_json_type(body[name])}")
+    if "notebook" in body and not isinstance(body["notebook"], dict):
+        raise ApiError("wrong_type", f"'notebook' must be an object (the notebook's JSON), "
+                                     f"not {_json_type(body['notebook'])}")
     if "assignment" in body and type(body["assignment"]) is not int:
         raise ApiError("wrong_type", f"'assignment' must be a number, not {_json_type(body['assignment'])}")
-    return body[target[0]], body["source"], body["user"]
+    code = body["source"] if "source" in body else submissions.Notebook(body["notebook"])
+    return body[target[0]], code, body["user"]
 
 
 def _json_type(value) -> str:
@@ -184,7 +194,7 @@ def create_submission():
     target, source, user = _submission_fields(_json_body())
     user = _check_user(user)
     try:
-        if not _is_text(source):
+        if isinstance(source, str) and not _is_text(source):
             raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
         submissions.check_source(source)  # before the database is touched at all
         if isinstance(target, str) and not is_slug(target):
@@ -255,7 +265,9 @@ def get_submission(submission_id: str):
                    assignment=row.assignment_id, user=user,
                    status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
                    score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
-                   report=row.report)
+                   # A notebook's report names the cell beside each line number of the graded source.
+                   report=notebooks.located_report(row.report, row.notebook),
+                   notebook=notebooks.described(row.notebook))
 
 
 # ------------------------------------------------------------------ webhooks

@@ -20,6 +20,7 @@ from grader.catalog import is_slug
 from grader.catalog.models import Exercise
 from grader.db import now
 from grader.submissions.models import Submission, SubmissionStatus
+from grader.submissions.notebooks import Notebook
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +37,23 @@ class SubmissionError(ValueError):
         self.code, self.message = code, message
 
 
-def check_source(source: str | bytes) -> str:
-    """The source as text, or SubmissionError saying what is wrong with it."""
+def check_source(source: str | bytes | Notebook) -> str:
+    """The source as text (a notebook's: its code cells as plain Python, see
+    grader.submissions.notebooks), or SubmissionError saying what is wrong with it."""
     try:
+        if isinstance(source, Notebook):
+            return source.converted().source
         return source_rules.check(source)
     except source_rules.SourceError as exc:
         raise SubmissionError(exc.code, exc.message) from None
 
 
-def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes,
+def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,
            assignment_id: int | None = None, version: int | None = None) -> Submission:
     """Add a queued submission to the session (the caller commits, then calls enqueue).
     Made to an assignment (grader.courses.assignments.submit), it is graded against the
-    ``version`` the assignment pinned; otherwise against the one published now."""
+    ``version`` the assignment pinned; otherwise against the one published now. A
+    notebook is stored as the Python graded, with the map of its lines to the cells."""
     text = check_source(source)
     # Only a well-formed slug reaches the database (PostgreSQL refuses NUL with an error).
     exercise = session.get(Exercise, exercise_slug) if is_slug(exercise_slug) else None
@@ -56,6 +61,7 @@ def create(session: Session, *, user: User, exercise_slug: str, source: str | by
         raise SubmissionError("unknown_exercise", f"there is no exercise {str(exercise_slug)[:100]!r}")
     submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version or exercise.version,
                             assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
+                            notebook=source.converted().cell_map() if isinstance(source, Notebook) else None,
                             progress_done=0, progress_total=0, attempts=0, deadline=now() + QUEUE_DEADLINE)
     session.add(submission)
     session.flush()

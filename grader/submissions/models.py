@@ -37,7 +37,10 @@ class Submission(Base):
     exercise_version: Mapped[int] = mapped_column(Integer)  # the version it was graded against
     # The assignment it was made to (its course's rules decide what it counts for); None: practice.
     assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"), index=True)
-    source: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text)  # what was graded (a notebook's: its code cells as Python)
+    # Set when it was submitted as a notebook: {"cells": [[cell, first line in source, lines], ...]}
+    # (grader.submissions.notebooks), which reports use to name the cell of a line.
+    notebook: Mapped[dict | None] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(20), default=SubmissionStatus.QUEUED, index=True)
     failure_reason: Mapped[str | None] = mapped_column(Text)
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -54,3 +57,4 @@ class Submission(Base):
 
     user: Mapped[User] = relationship()
     exercise: Mapped[Exercise] = relationship()
+

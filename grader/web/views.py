@@ -20,7 +20,8 @@ from grader.courses.rules import feedback_released
 from grader.db import now
 from grader.escapes import shown
 from grader.extensions import get_db, limiter
-from grader.settings import MAX_SOURCE_BYTES
+from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
+from grader.submissions import notebooks
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.web import bp
 from grader.web.auth import login_required
@@ -99,14 +100,16 @@ def submission_limit() -> str:
 limit_submissions = limiter.limit(submission_limit, deduct_when=lambda response: response.status_code == 303)
 
 
-def posted_source() -> tuple[str, str | bytes, str]:
+def posted_source() -> tuple[str, str | bytes | notebooks.Notebook, str]:
     """What the submit form sent: (the pasted text, the source to grade, which is the
-    uploaded file where there is one, and the text to give back on a refusal so that
-    nothing typed is lost)."""
+    uploaded file where there is one (a .ipynb is a notebook, read by grader.submissions),
+    and the text to give back on a refusal so that nothing typed is lost)."""
     pasted = request.form.get("source", "")
     upload = request.files.get("file")
-    source: str | bytes = pasted
-    if upload is not None and upload.filename:
+    source: str | bytes | notebooks.Notebook = pasted
+    if upload is not None and notebooks.is_notebook_name(upload.filename):
+        source = notebooks.Notebook(upload.stream.read(MAX_NOTEBOOK_BYTES + 1))
+    elif upload is not None and upload.filename:
         source = upload.stream.read(MAX_SOURCE_BYTES + 1)
     return pasted, source, pasted if len(pasted) <= MAX_SOURCE_BYTES else ""
 
@@ -133,6 +136,10 @@ def _error_text(exc: submissions.SubmissionError) -> str:
         "source_too_large": _("Your submission is larger than %(limit)d KiB.", limit=MAX_SOURCE_BYTES // 1024),
         "source_not_utf8": _("Your file is not UTF-8 text. Save it as UTF-8 and upload it again."),
         "source_invalid": _("Your submission contains a NUL character."),
+        "notebook_invalid": _("Your notebook cannot be graded: %(why)s.", why=exc.message),
+        "notebook_too_large": _("Your notebook is larger than %(limit)d KiB or has more than %(cells)d cells. "
+                                "Clear its outputs and upload it again.",
+                                limit=MAX_NOTEBOOK_BYTES // 1024, cells=MAX_NOTEBOOK_CELLS),
     }
     return known.get(exc.code, exc.message)
 
@@ -208,6 +215,13 @@ def my_submissions():
 bp.add_app_template_filter(shown, "shown")
 
 
+@bp.app_template_filter("located")
+def located(text: str | None, cell_map: dict | None) -> str | None:
+    """A notebook's report message with the cell beside each line number of the graded
+    source: `line 12 (cell 3, line 2)`, in the page's language."""
+    return notebooks.annotate(text, cell_map, lang())
+
+
 @bp.app_context_processor
 def page_helpers() -> dict:
     labels = {SubmissionStatus.QUEUED: _("Waiting for a grader…"), SubmissionStatus.RUNNING: _("Running the tests…"),
@@ -224,6 +238,7 @@ def page_helpers() -> dict:
     regrade_labels = {"running": _("Running"), "ready": _("Ready to publish"), "published": _("Published"),
                       "discarded": _("Discarded")}
     return {"current_lang": lang(), "status_label": lambda status: labels.get(status, status),
+            "notebook_max_bytes": MAX_NOTEBOOK_BYTES,
             "role_label": lambda role: roles.get(role, role),
             "regrade_label": lambda status: regrade_labels.get(status, status),
             "upload_label": lambda status: upload_labels.get(status, status),

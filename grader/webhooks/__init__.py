@@ -21,7 +21,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from grader import outbound
 from grader.db import Base, now
 from grader.submissions.models import Submission
-from grader.submissions import shown_external_id
+from grader.submissions import notebooks, shown_external_id
 
 DELIVER_TASK = "grader.webhooks.deliver"
 EVENT = "submission.completed"
@@ -112,7 +112,9 @@ def payload(row: Submission) -> bytes:
         "submission": {
             "id": row.id, "exercise": row.exercise_slug, "exercise_version": row.exercise_version,
             "user": shown_external_id(row.user), "status": row.status, "score": row.score,
-            "max_score": row.max_score, "failure_reason": row.failure_reason, "report": row.report,
+            "max_score": row.max_score, "failure_reason": row.failure_reason,
+            "report": notebooks.located_report(row.report, row.notebook),
+            "notebook": notebooks.described(row.notebook),
             "finished_at": row.finished_at.isoformat() if row.finished_at else None,
         },
     }
