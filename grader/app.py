@@ -16,6 +16,8 @@ from grader.api.views import error_response
 from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
 from grader.lti import views as lti_views
+from grader.ops import logs
+from grader.ops import views as ops_views
 from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
 from grader.web import errors
 
@@ -32,6 +34,7 @@ def create_app(config: dict | None = None) -> Flask:
     made for (GRADER_REDIS_URL)."""
     app = Flask(__name__, instance_relative_config=True)
     defaults = settings()
+    logs.configure(defaults.log_format)
     app.config.from_mapping(
         DATABASE_URL=defaults.database_url,
         EXERCISES_DIR=defaults.exercises_dir,
@@ -73,6 +76,7 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.exempt(lti_views.login)
     csrf.exempt(lti_views.launch)
     app.register_blueprint(lti_views.bp)
+    app.register_blueprint(ops_views.bp)  # /healthz, /readyz, /metrics
     if defaults.trusted_proxies:
         # Behind a proxy that terminates HTTPS: the scheme, host and client as the proxy saw them.
         n = defaults.trusted_proxies

@@ -566,6 +566,28 @@ def up_command(host: str, port: int) -> None:
     sys.exit(up.run(host, port))
 
 
+# ------------------------------------------------------------------ operations
+
+@main.command("worker-alive")
+@click.option("--name", "node", default="celery@%h", show_default=True,
+              help="The worker's node name, as given to celery -n (%h: this host's name).")
+@click.option("--timeout", default=2.0, show_default=True, type=click.FloatRange(0.1, 30),
+              help="Seconds the worker has to answer.")
+def worker_alive_command(node: str, timeout: float) -> None:
+    """Exit 0 when this host's Celery worker answers a ping through the broker, 1 when it
+    does not: a liveness probe for docker compose and Kubernetes (a worker of the solo pool
+    answers only between grades)."""
+    import socket
+
+    from grader.ops import health
+
+    node = node.replace("%h", socket.gethostname())
+    if not health.worker_alive(node, timeout):
+        click.echo(f"worker {node} did not answer within {timeout:g} s", err=True)
+        sys.exit(1)
+    click.echo(f"worker {node} answered", err=True)
+
+
 from grader.lti.cli import lti as _lti  # noqa: E402
 
 main.add_command(_lti)

@@ -15,6 +15,8 @@ MAX_SOURCE_BYTES = 256 * 1024  # largest submission accepted, everywhere
 # (Its graded source, the code cells, is held to MAX_SOURCE_BYTES like any other.)
 MAX_NOTEBOOK_BYTES = 1024 * 1024
 MAX_NOTEBOOK_CELLS = 1000
+# Who may read /metrics when no GRADER_METRICS_TOKEN is set: loopback and private networks.
+METRICS_NETWORKS = "127.0.0.0/8 ::1/128 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 fc00::/7"
 
 
 def _flag(name: str) -> bool:
@@ -62,6 +64,11 @@ class Settings:
     # cannot make the workers probe it.
     outbound_allow_private: bool
     bundle_cache: Path  # where a worker unpacks uploaded bundles
+    # /metrics: a bearer token the scraper sends ("": none), else only these client networks.
+    metrics_token: str = ""
+    metrics_networks: str = METRICS_NETWORKS
+    log_format: str = "text"  # "json": one JSON object per line (grader/ops/logs.py)
+    worker_metrics_port: int = 0  # a worker serves its /metrics on this port; 0: it does not
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -93,6 +100,10 @@ class Settings:
             retry_base_s=float(os.environ.get("GRADER_RETRY_BASE_S", 30)),
             outbound_allow_private=_flag("GRADER_OUTBOUND_ALLOW_PRIVATE") or _flag("GRADER_WEBHOOK_ALLOW_PRIVATE"),
             bundle_cache=Path(os.environ.get("GRADER_BUNDLE_CACHE", Path.cwd() / "instance" / "bundles")),
+            metrics_token=os.environ.get("GRADER_METRICS_TOKEN", "").strip(),
+            metrics_networks=os.environ.get("GRADER_METRICS_NETWORKS", METRICS_NETWORKS),
+            log_format=os.environ.get("GRADER_LOG_FORMAT", "text").strip().lower() or "text",
+            worker_metrics_port=int(os.environ.get("GRADER_WORKER_METRICS_PORT") or 0),
         )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
+from grader.ops import logs, metrics
 from grader.settings import settings
 
 # The longest a grade may take (the longest exercise's submission limit, with room);
@@ -51,6 +52,11 @@ def make_celery() -> Celery:
 
 
 celery = make_celery()
+# A worker's logs as JSON lines where GRADER_LOG_FORMAT=json; its metrics served where
+# GRADER_WORKER_METRICS_PORT is set (grader/ops/).
+signals.after_setup_logger.connect(logs.for_celery, weak=False)
+signals.after_setup_task_logger.connect(logs.for_celery, weak=False)
+signals.worker_init.connect(metrics.serve_for_worker, weak=False)
 
 
 def send_task(name: str, args: list, *, queue: str, countdown: float | None = None) -> None:

@@ -25,11 +25,14 @@ _workers: list[subprocess.Popen] = []
 atexit.register(lambda: [p.kill() for p in _workers if p.poll() is None])
 
 
-def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | None = None) -> subprocess.Popen:
-    """A real worker process consuming `queues`, once it says it is ready."""
+def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | None = None,
+                 pool: str = "solo") -> subprocess.Popen:
+    """A real worker process consuming `queues`, once it says it is ready (pool "prefork":
+    two child processes grade, as in production)."""
     log = tmp_path / f"{name}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues, "--pool", "solo",
+        [sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues, "--pool", pool,
+         *(["--concurrency", "2"] if pool == "prefork" else []),
          "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
         cwd=ROOT, env={**os.environ, **(env or {})}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     _workers.append(process)

@@ -199,7 +199,7 @@ def create_submission():
         submissions.check_source(source)  # before the database is touched at all
         if isinstance(target, str) and not is_slug(target):
             raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {target[:100]!r}")
-        submission_id, device = _store(target, source, user)
+        submission_id, device, slug = _store(target, source, user)
     except submissions.SubmissionError as exc:
         retry = getattr(exc, "retry_after", None)
         reopens = getattr(exc, "reopens_at", None)
@@ -207,14 +207,14 @@ def create_submission():
             retry = max(1, math.ceil((reopens - now()).total_seconds()))
             exc.message += f"; it reopens at {reopens.isoformat(timespec='seconds')}"
         raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None) from None
-    submissions.send(submission_id, device)  # only now: the row is committed
+    submissions.send(submission_id, device, exercise=slug, way="api")  # only now: the row is committed
     url = url_for("api.get_submission", submission_id=submission_id, _external=True)
     response = jsonify(id=submission_id, url=url, status=SubmissionStatus.QUEUED)
     response.status_code, response.headers["Location"] = 202, url
     return response
 
 
-def _store(target: str | int, source: str, user: str) -> tuple[str, str]:
+def _store(target: str | int, source: str, user: str) -> tuple[str, str, str]:
     """Commit the user (made on first sight) and the queued submission together."""
     try:
         return _store_once(target, source, user)
@@ -224,7 +224,7 @@ def _store(target: str | int, source: str, user: str) -> tuple[str, str]:
         return _store_once(target, source, user)
 
 
-def _store_once(target: str | int, source: str, user: str) -> tuple[str, str]:
+def _store_once(target: str | int, source: str, user: str) -> tuple[str, str, str]:
     with get_db() as session:
         assignment = _own_assignment(session, target) if isinstance(target, int) else None
         # The key's own user: key B's "alice" is not key A's, nor an LMS's.
@@ -236,7 +236,7 @@ def _store_once(target: str | int, source: str, user: str) -> tuple[str, str]:
             row = submissions.create(session, user=owner, exercise_slug=target, source=source)
         # The key's webhooks hear about it when it is graded.
         session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=g.caller.key_id))
-        return row.id, row.exercise.device
+        return row.id, row.exercise.device, row.exercise_slug
 
 
 def _own_assignment(session, assignment_id: int) -> Assignment:

@@ -21,6 +21,7 @@ from grader.courses.assignments import CourseError, counted, extension_of, overr
 from grader.courses.models import Assignment, Regrade, RegradeGrade, RegradeStatus
 from grader.courses.rules import Counted
 from grader.db import now
+from grader.ops import metrics
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, queue_for, send_task
 
@@ -81,6 +82,8 @@ def send(session: Session, regrade: Regrade) -> int:
                                                             RegradeGrade.status == "queued")).all()
     for grade_id in pending:
         send_task(REGRADE_TASK, [grade_id], queue=regrade_queue(device))
+    metrics.REGRADES.labels("started").inc()
+    metrics.REGRADE_GRADES.labels("queued").inc(len(pending))
     return len(pending)
 
 
@@ -172,6 +175,7 @@ def publish(session: Session, regrade: Regrade) -> list[str]:
         row.exercise_version = regrade.version
     session.get(Assignment, regrade.assignment_id).exercise_version = regrade.version
     regrade.status, regrade.decided_at = RegradeStatus.PUBLISHED, now()
+    metrics.REGRADES.labels("published").inc()
     return list(notify.values())
 
 
@@ -186,6 +190,7 @@ def discard(session: Session, regrade: Regrade) -> None:
     if regrade.status in (RegradeStatus.PUBLISHED, RegradeStatus.DISCARDED):
         raise CourseError("invalid_regrade", f"this regrade is {regrade.status} already")
     regrade.status, regrade.decided_at = RegradeStatus.DISCARDED, now()
+    metrics.REGRADES.labels("discarded").inc()
 
 
 def notes_for(session: Session, assignment: Assignment, user_id: int) -> list[tuple[Regrade, RegradeGrade]]:

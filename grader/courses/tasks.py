@@ -9,6 +9,7 @@ nothing, and a grade lost with its worker is sent again by the sweeper. The grad
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -22,6 +23,7 @@ from grader.courses.regrades import PUBLISHED_TASK, QUEUE_DEADLINE, REGRADE_TASK
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
 from grader.engine.report import INFRASTRUCTURE
+from grader.ops import metrics
 from grader.submissions.models import Submission
 from grader.submissions.notify import after_grade, after_standing_change
 from grader.tasks import GRADE_HARD_LIMIT, celery, send_task
@@ -56,25 +58,30 @@ def regrade_one(grade_id: int) -> str:
         except (CatalogError, UploadError) as exc:
             bundle, unreadable = None, str(exc)
     if bundle is None:
-        return _failed(grade_id, f"the exercise cannot be loaded: {unreadable}")
+        return _failed(grade_id, "exercise_unloadable", f"the exercise cannot be loaded: {unreadable}")
+    started = time.monotonic()
     try:
         report = grade(bundle, text)
     except SandboxUnavailable as exc:
-        return _failed(grade_id, str(exc))
+        return _failed(grade_id, "sandbox_unavailable", str(exc))
+    metrics.GRADE_DURATION.labels(slug).observe(time.monotonic() - started)
     if report.status in INFRASTRUCTURE:
-        return _failed(grade_id, report.message or report.status)
+        return _failed(grade_id, report.status, report.message or report.status)
     with db.transaction() as session:
         row = session.get(RegradeGrade, grade_id, with_for_update=True)
         if row.status == "running":
             row.status, row.finished_at, row.failure_reason = "graded", now(), None
             row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
+            metrics.REGRADE_GRADES.labels("graded").inc()
     _finish_if_done(regrade_id)
     return "graded"
 
 
-def _failed(grade_id: int, reason: str) -> str:
-    """An infrastructure failure: sent again with a back-off, or given up on after the
-    attempts (the source then keeps its old grade in the diff)."""
+def _failed(grade_id: int, kind: str, reason: str) -> str:
+    """An infrastructure failure (``kind``, as submissions/tasks.py names them): sent again
+    with a back-off, or given up on after the attempts (the source then keeps its old grade
+    in the diff)."""
+    metrics.SANDBOX_FAILURES.labels(str(kind)).inc()
     log.warning("could not regrade %s: %s", grade_id, reason)
     with db.transaction() as session:
         row = session.get(RegradeGrade, grade_id, with_for_update=True)
@@ -86,8 +93,10 @@ def _failed(grade_id: int, reason: str) -> str:
             device, attempts = _device(session, row), row.attempts
         regrade_id = row.regrade_id
     if device is None:
+        _given_up()
         _finish_if_done(regrade_id)
         return "failed"
+    metrics.RETRIES.labels("regrade").inc()
     send_task(REGRADE_TASK, [grade_id], queue=regrade_queue(device), countdown=5 * 2 ** attempts)
     return "retrying"
 
@@ -105,6 +114,12 @@ def _finish_if_done(regrade_id: int) -> None:
                                                                RegradeGrade.status.in_(PENDING)).limit(1))
         if waiting is None:
             regrade.status = RegradeStatus.READY
+            metrics.REGRADES.labels("ready").inc()
+
+
+def _given_up() -> None:
+    metrics.GIVE_UPS.labels("regrade").inc()
+    metrics.REGRADE_GRADES.labels("failed").inc()
 
 
 @celery.task(name="grader.sweep_regrades")
@@ -121,11 +136,13 @@ def sweep_regrades() -> int:
                 row.status, row.finished_at = "failed", now()
                 row.failure_reason = row.failure_reason or "grading did not finish in time, repeatedly"
                 finished.add(row.regrade_id)
+                _given_up()
                 continue
             row.status, row.deadline = "queued", now() + QUEUE_DEADLINE
             resent.append((row.id, _device(session, row)))
     for regrade_id in finished:
         _finish_if_done(regrade_id)
+    metrics.RETRIES.labels("regrade").inc(len(resent))
     for grade_id, device in resent:
         send_task(REGRADE_TASK, [grade_id], queue=regrade_queue(device))
     return len(resent)

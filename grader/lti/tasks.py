@@ -27,6 +27,7 @@ from grader.lti import keys
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
+from grader.ops import metrics
 from grader.settings import settings
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.submissions.notify import on_finished, on_standing_changed
@@ -125,19 +126,24 @@ def publish_score(self, submission_id: str, target_id: int, changed_at: str | No
         _record(target_id, submission_id, score, maximum, attempt, "stale" if stale else "error", exc.status,
                 None if stale else exc.detail if step == "score" else f"line item: {exc.detail}")
         if stale:
+            metrics.LTI_SCORE_POSTS.labels("stale").inc()
             return "stale"
         if exc.status in GIVE_UP and exc.status not in TRY_AGAIN:
             log.error("LTI %s of %s refused by %s (%s); not retrying", step, submission_id, platform.issuer,
                       exc.status)
+            metrics.LTI_SCORE_POSTS.labels("refused").inc()
             return "refused"
         if self.request.retries >= MAX_TRIES:
             log.error("LTI score of %s not delivered to %s after %d tries", submission_id, platform.issuer,
                       attempt)
+            metrics.LTI_SCORE_POSTS.labels("gave_up").inc()
             return "gave_up"
+        metrics.LTI_SCORE_POSTS.labels("retrying").inc()
         log.warning("LTI %s of %s to %s failed (%s); trying again", step, submission_id, platform.issuer,
                     exc.status or "unreachable")
         raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))
     _record(target_id, submission_id, score, maximum, attempt, "sent", status, None)
+    metrics.LTI_SCORE_POSTS.labels("sent").inc()
     log.info("LTI score %g/%g of %s sent to %s", score, maximum, submission_id, platform.issuer)
     return "sent"
 

@@ -19,6 +19,7 @@ from grader.accounts.models import Role, User
 from grader.catalog import is_slug
 from grader.catalog.models import Exercise
 from grader.db import now
+from grader.ops import metrics
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.submissions.notebooks import Notebook
 
@@ -74,15 +75,21 @@ def enqueue(submission_id: str, device: str, *, countdown: float = 0) -> None:
     send_task(GRADE_TASK, [submission_id], queue=queue_for(device), countdown=countdown or None)
 
 
-def send(submission_id: str, device: str) -> None:
+def send(submission_id: str, device: str, *, exercise: str = "", way: str = "web") -> None:
     """Hand a new submission to the workers, once the transaction that made it has
-    committed (every way in calls this right after its commit). A broker that cannot be
-    reached loses nothing: the row is queued with a deadline, and the sweeper sends it
-    once the broker is back."""
+    committed (every way in calls this right after its commit, naming itself: web, lti,
+    api). A broker that cannot be reached loses nothing: the row is queued with a deadline,
+    and the sweeper sends it once the broker is back."""
+    metrics.SUBMISSIONS_RECEIVED.labels(exercise, way).inc()
     try:
         enqueue(submission_id, device)
     except Exception:
         log.exception("submission %s stored but not enqueued; the sweeper will send it", submission_id)
+
+
+def way_in(user: User) -> str:
+    """How a signed-in user's web submission came: through an LMS launch (lti) or not (web)."""
+    return "lti" if (user.external_id or "").startswith("lti:") else "web"
 
 
 def user_by_external_id(session: Session, external_id: str, *, name: str = "") -> User:

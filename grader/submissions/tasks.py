@@ -9,7 +9,8 @@ its reason, and after MAX_ATTEMPTS it is "failed", shown as "could not grade".
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select, update
 
@@ -19,6 +20,7 @@ from grader.catalog.uploads import UploadError, bundle_at, bundle_for
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
 from grader.engine.report import INFRASTRUCTURE
+from grader.ops import logs, metrics
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
 from grader.submissions.models import FINISHED, PENDING, Submission, SubmissionStatus
 from grader.submissions.notify import after_grade
@@ -39,6 +41,7 @@ def grade_submission(self, submission_id: str) -> str:
             return "missing"
         if row.status in FINISHED:
             return row.status  # already done: a redelivered task changes nothing
+        slug = row.exercise_slug
         gave_up = row.attempts >= MAX_ATTEMPTS
         if gave_up:
             row.status, row.finished_at = SubmissionStatus.FAILED, now()
@@ -55,6 +58,9 @@ def grade_submission(self, submission_id: str) -> str:
                 .execution_options(synchronize_session=False))
             if claimed.rowcount != 1:
                 return "claimed elsewhere"
+            if row.attempts == 0:  # a new submission: how long it waited for a worker
+                queue = (self.request.delivery_info or {}).get("routing_key") or "unknown"
+                metrics.QUEUE_WAIT.labels(queue).observe(_seconds_since(row.created_at))
             try:
                 # An assignment's submission is graded against the version it pinned.
                 bundle = (bundle_at(session, row.exercise_slug, row.exercise_version) if row.assignment_id
@@ -63,6 +69,7 @@ def grade_submission(self, submission_id: str) -> str:
                 unreadable = str(exc)
             source = row.source
     if gave_up:
+        _given_up(slug)
         after_grade(submission_id)  # the client hears that it could not be graded
         return "failed"
 
@@ -72,32 +79,53 @@ def grade_submission(self, submission_id: str) -> str:
             if row is not None and row.status == SubmissionStatus.RUNNING:
                 row.progress_done, row.progress_total = done, total
 
-    if bundle is None:
-        return _infrastructure_failure(self, submission_id, f"the exercise cannot be loaded: {unreadable}")
-    try:
-        report = grade(bundle, source, on_progress=progress)
-    except SandboxUnavailable as exc:
-        return _infrastructure_failure(self, submission_id, str(exc))
-    if report.status in INFRASTRUCTURE:
-        return _infrastructure_failure(self, submission_id, report.message or report.status)
+    with logs.grading(submission_id, slug, self.request.hostname):  # on every line logged from here
+        if bundle is None:
+            return _infrastructure_failure(self, submission_id, "exercise_unloadable",
+                                           f"the exercise cannot be loaded: {unreadable}")
+        started = time.monotonic()
+        try:
+            report = grade(bundle, source, on_progress=progress)
+        except SandboxUnavailable as exc:
+            return _infrastructure_failure(self, submission_id, "sandbox_unavailable", str(exc))
+        took = time.monotonic() - started
+        metrics.GRADE_DURATION.labels(slug).observe(took)
+        if report.status in INFRASTRUCTURE:
+            return _infrastructure_failure(self, submission_id, report.status, report.message or report.status)
 
-    with db.transaction() as session:
-        row = session.get(Submission, submission_id, with_for_update=True)
-        if row.status == SubmissionStatus.GRADED:
-            return row.status
-        row.status, row.finished_at, row.failure_reason = SubmissionStatus.GRADED, now(), None
-        row.exercise_version = report.version
-        row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
-        row.progress_done = row.progress_total = len(report.tests)
+        with db.transaction() as session:
+            row = session.get(Submission, submission_id, with_for_update=True)
+            if row.status == SubmissionStatus.GRADED:
+                return row.status
+            row.status, row.finished_at, row.failure_reason = SubmissionStatus.GRADED, now(), None
+            row.exercise_version = report.version
+            row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
+            row.progress_done = row.progress_total = len(report.tests)
+        metrics.GRADES_FINISHED.labels(slug, report.status).inc()
+        log.info("graded %s: %s, %s of %s points", submission_id, report.status, report.score, report.max_score,
+                 extra={"duration_s": round(took, 3), "status": str(report.status)})
     after_grade(submission_id)  # LMS score passback and webhooks: their own tasks, enqueued after the commit
     return "graded"
 
 
-def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
+def _seconds_since(moment: datetime) -> float:
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)  # SQLite's are naive UTC
+    return max(0.0, (now() - moment).total_seconds())
+
+
+def _given_up(slug: str) -> None:
+    metrics.GIVE_UPS.labels("grade").inc()
+    metrics.GRADES_FINISHED.labels(slug, SubmissionStatus.FAILED).inc()
+
+
+def _infrastructure_failure(task, submission_id: str, kind: str, reason: str) -> str:
+    """``kind``: sandbox_unavailable, sandbox_error, internal_error or exercise_unloadable."""
+    metrics.SANDBOX_FAILURES.labels(str(kind)).inc()
     log.warning("could not grade %s: %s", submission_id, reason)
     with db.transaction() as session:
         row = session.get(Submission, submission_id, with_for_update=True)
         row.failure_reason = reason[:2000]
+        slug = row.exercise_slug
         if row.attempts >= MAX_ATTEMPTS:
             row.status, row.finished_at = SubmissionStatus.FAILED, now()
             device = None
@@ -105,8 +133,10 @@ def _infrastructure_failure(task, submission_id: str, reason: str) -> str:
             row.status, row.deadline = SubmissionStatus.QUEUED, now() + QUEUE_DEADLINE
             device, attempts = row.exercise.device, row.attempts
     if device is None:
+        _given_up(slug)
         after_grade(submission_id)  # the client hears that it could not be graded
         return "failed"
+    metrics.RETRIES.labels("grade").inc()
     enqueue(submission_id, device, countdown=5 * 2 ** attempts)  # back off, then again
     return "retrying"
 
@@ -124,11 +154,14 @@ def sweep_stuck() -> int:
                 row.status, row.finished_at = SubmissionStatus.FAILED, now()
                 row.failure_reason = row.failure_reason or "grading did not finish in time, repeatedly"
                 given_up.append(row.id)
+                _given_up(row.exercise_slug)
                 continue
             row.status, row.deadline = SubmissionStatus.QUEUED, now() + QUEUE_DEADLINE
             resent.append((row.id, row.exercise.device))
     for submission_id in given_up:
         after_grade(submission_id)
+    metrics.RETRIES.labels("grade").inc(len(resent))
     for submission_id, device in resent:
         enqueue(submission_id, device)
     return len(resent)
+

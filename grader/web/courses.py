@@ -245,7 +245,7 @@ def assignment_submit(assignment_id: int):
         with get_db() as s:
             assignment, course, role = _assignment(s, assignment_id)
             row = courses.submit(s, user=g.user, assignment=assignment, source=source)
-            submission_id, device = row.id, row.exercise.device
+            submission_id, device, slug = row.id, row.exercise.device, row.exercise_slug
     except submissions.SubmissionError as exc:
         with get_db() as s:  # the refusal in words, and nothing typed is lost
             assignment, course, _role = _assignment(s, assignment_id)
@@ -256,7 +256,7 @@ def assignment_submit(assignment_id: int):
         return _assignment_page(assignment_id, source=kept, error=message,
                                status=409 if exc.code in ("not_open", "closed", "no_attempts_left") else
                                429 if exc.code == "cooling_down" else 422)
-    submissions.send(submission_id, device)
+    submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 
 

@@ -126,7 +126,7 @@ def submit(slug: str):
             submission_id, device = row.id, row.exercise.device
     except submissions.SubmissionError as exc:
         return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
-    submissions.send(submission_id, device)  # only now: the row is committed
+    submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))  # only now: committed
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 
 

@@ -9,6 +9,7 @@ import time
 import requests
 
 from grader import db, outbound
+from grader.ops import metrics
 from grader.settings import settings
 from grader.submissions.models import Submission
 from grader.submissions.notify import on_finished
@@ -53,6 +54,7 @@ def deliver(self, submission_id: str, webhook_id: int) -> str:
             session.add(WebhookDelivery(webhook_id=webhook_id, submission_id=submission_id, attempt=attempt,
                                         ok=False, error=f"not sent: {exc}"[:2000], request_headers=headers))
         log.warning("webhook %s: not sent (%s)", webhook_id, exc)
+        metrics.WEBHOOK_DELIVERIES.labels("not_sent").inc()
         return "refused"
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -63,13 +65,17 @@ def deliver(self, submission_id: str, webhook_id: int) -> str:
                                     duration_ms=int((time.monotonic() - started) * 1000),
                                     request_headers=headers))
     if ok:
+        metrics.WEBHOOK_DELIVERIES.labels("delivered").inc()
         return "delivered"
     if status is not None and 400 <= status < 500 and status not in TRY_AGAIN:
         log.warning("webhook %s refused submission %s (%s); not retrying", webhook_id, submission_id, status)
+        metrics.WEBHOOK_DELIVERIES.labels("refused").inc()
         return "refused"
     if self.request.retries >= MAX_TRIES:
         log.error("webhook %s: submission %s not delivered after %d tries", webhook_id, submission_id, attempt)
+        metrics.WEBHOOK_DELIVERIES.labels("gave_up").inc()
         return "gave_up"
+    metrics.WEBHOOK_DELIVERIES.labels("retrying").inc()
     log.warning("webhook %s: delivery of %s failed (%s); trying again", webhook_id, submission_id,
                 status or error)
     raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))
