@@ -42,6 +42,7 @@ def create_app(config: dict | None = None) -> Flask:
         # own limit is checked after decoding, with a better message.
         MAX_CONTENT_LENGTH=6 * MAX_SOURCE_BYTES + 64 * 1024,
         SUBMISSION_RATE_LIMIT=defaults.submission_rate_limit,
+        PRACTICE_RATE_LIMIT=defaults.practice_rate_limit,
         API_KEY_RATE_LIMIT=defaults.api_key_rate_limit,
         API_NEW_USERS_PER_HOUR=defaults.api_new_users_per_hour,
         LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,

@@ -40,6 +40,7 @@ class Settings:
     gpu_queue: bool  # the deployment has GPU workers: "any" exercises go to the gpu queue
     secret_key: str | None  # signs the web sessions; None: one kept in ./instance/secret_key
     submission_rate_limit: str  # per user, Flask-Limiter's notation
+    practice_rate_limit: str    # practice runs per user, counted apart from submissions
     api_key_rate_limit: str  # per API key, whatever the user: changing `user` does not reset it
     api_new_users_per_hour: int  # users an API key may make in an hour
     # Failed sign-ins (Flask-Limiter's notation), counted per account and per address; once
@@ -86,6 +87,7 @@ class Settings:
             gpu_queue=_flag("GRADER_GPU_QUEUE"),
             secret_key=os.environ.get("GRADER_SECRET_KEY") or None,
             submission_rate_limit=os.environ.get("GRADER_SUBMISSION_RATE_LIMIT", "20 per minute"),
+            practice_rate_limit=os.environ.get("GRADER_PRACTICE_RATE_LIMIT", "30 per minute"),
             api_key_rate_limit=os.environ.get("GRADER_API_KEY_RATE_LIMIT", "600 per minute"),
             api_new_users_per_hour=int(os.environ.get("GRADER_API_NEW_USERS_PER_HOUR", 200)),
             login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),

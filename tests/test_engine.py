@@ -80,6 +80,26 @@ def test_progress_is_reported_test_by_test():
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
 
 
+def test_a_practice_run_runs_the_visible_tests_alone_and_counts_only_them():
+    seen = []
+    report = grade("autograd-basics", SOLUTION, visible_only=True, on_progress=lambda d, t: seen.append((d, t)))
+    assert report.status == "graded" and report.tests and all(t.visible for t in report.tests)
+    assert report.max_score == sum(t.max_points for t in report.tests) < 6
+    assert seen[0] == (0, len(report.tests))  # the total is known from the start, and is theirs
+
+
+def test_a_practice_run_of_an_exercise_without_visible_tests_runs_nothing(tmp_path):
+    bundle = tmp_path / "quiet"
+    (bundle / "tests").mkdir(parents=True)
+    (bundle / "exercise.toml").write_text('slug = "quiet"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
+    for name in ("README.md", "starter.py", "solution.py"):
+        (bundle / name).write_text("")
+    (bundle / "tests" / "test_quiet.py").write_text("def test_hidden(student):\n    assert student.call('f') == 1\n")
+    report = grade(str(bundle), "def f():\n    return 1\n", visible_only=True)
+    assert (report.status, report.tests, report.max_score) == ("graded", [], 0)
+    assert len(grade(str(bundle), "def f():\n    return 1\n").tests) == 1  # graded in full, it has its test
+
+
 def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):

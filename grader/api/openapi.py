@@ -14,6 +14,7 @@ ERROR_CODES = {
     "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
     "insufficient_scope": 403, "exercise_not_yours": 403,
     "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
+    "practice_run_not_found": 404,
     "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404, "check_not_found": 404,
     "method_not_allowed": 405,
     "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
@@ -150,9 +151,10 @@ SCHEMAS = {
     },
     "NewSubmission": {
         "type": "object", "required": ["user"], "additionalProperties": False,
-        "description": "Names an exercise (practice, graded against its published version) or an assignment "
-                       "of one of this key's courses (under its rules, against the version it pinned), "
-                       "not both; and sends the code as a `source` or a `notebook`, exactly one of them.",
+        "description": "Names an exercise (on its own, graded against its published version) or an "
+                       "assignment of one of this key's courses (under its rules, against the version it "
+                       "pinned), not both; and sends the code as a `source` or a `notebook`, exactly one of "
+                       "them. With `\"practice\": true` it is a practice run instead.",
         "properties": {
             "exercise": {"type": "string", "description": "The exercise's slug.", "example": "autograd-basics"},
             "assignment": {"type": "integer", "description": "An assignment's id."},
@@ -172,6 +174,12 @@ SCHEMAS = {
                                         "`notebook_invalid`, the message saying what is wrong."},
             "user": {"type": "string", "minLength": 1, "maxLength": 480,
                      "description": "Your id for the student; the grader makes a user on first sight."},
+            "practice": {"type": "boolean", "default": False,
+                         "description": "A practice run: the code runs against the exercise's visible tests "
+                                        "alone, through the same queue and sandbox, and counts for nothing "
+                                        "(no best score, no attempt of an assignment, whose rules and window "
+                                        "do not apply to it; no gradebook, LMS passback or webhook). Limited "
+                                        "per user apart from submissions. Follow `url`: a PracticeRun."},
         },
     },
     "SubmissionAccepted": {
@@ -180,7 +188,29 @@ SCHEMAS = {
             "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
             "url": {"type": "string", "format": "uri", "description": "Where to follow it (GET)."},
             "status": {"type": "string", "enum": ["queued"]},
+            "practice": {"type": "boolean", "description": "Present (true) for a practice run."},
         },
+    },
+    "PracticeRun": {
+        "type": "object",
+        "description": "As a Submission, with `practice: true`; its report lists the visible tests alone and its "
+                       "score is of their points. Never retried: `failed` (also when it was not run within ten "
+                       "minutes) means run it again. A user's latest 20 runs are kept.",
+        "required": ["id", "practice", "exercise", "exercise_version", "assignment", "user", "status", "progress",
+                     "score", "max_score", "failure_reason", "report", "notebook"],
+        "properties": {"id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                       "practice": {"type": "boolean", "enum": [True]},
+                       "exercise": {"type": "string"}, "exercise_version": {"type": "integer"},
+                       "assignment": {"type": "integer", "nullable": True},
+                       "user": {"type": "string", "nullable": True},
+                       "status": {"type": "string", "enum": ["queued", "running", "graded", "failed"]},
+                       "progress": {"type": "object", "required": ["done", "total"],
+                                    "properties": {"done": {"type": "integer"}, "total": {"type": "integer"}}},
+                       "score": {"type": "number", "nullable": True},
+                       "max_score": {"type": "number", "nullable": True},
+                       "failure_reason": {"type": "string", "nullable": True},
+                       "report": {"type": "object", "nullable": True, "additionalProperties": True},
+                       "notebook": {"type": "object", "nullable": True, "additionalProperties": True}},
     },
     "Submission": {
         "type": "object",
@@ -482,8 +512,8 @@ def _paths() -> dict:
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",
                               "notebook_invalid", "not_a_member"),
-                "429": {**_error("Too many accepted submissions for this user, or for this key whatever the "
-                                 "user, lately; too many new users made by this key in the last hour; or the "
+                "429": {**_error("Too many accepted submissions (or practice runs, counted apart) for this "
+                                 "user, or for this key whatever the user, lately; too many new users made by this key in the last hour; or the "
                                  "assignment's cool-down between attempts. The `Retry-After` header says in "
                                  "how many seconds to try again.",
                                  "rate_limited", "too_many_new_users", "cooling_down"),
@@ -496,6 +526,14 @@ def _paths() -> dict:
             "x-required-scope": "submissions:read", "parameters": [submission_id],
             "responses": {"200": _ok("The submission.", "Submission"), **_AUTH_ERRORS,
                           "404": _error("This key made no submission with this id.", "submission_not_found")},
+        }},
+        "/practice-runs/{run_id}": {"get": {
+            "operationId": "getPracticeRun", "summary": "A practice run's status, progress and report",
+            "x-required-scope": "submissions:read",
+            "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": _ok("The practice run.", "PracticeRun"), **_AUTH_ERRORS,
+                          "404": _error("No user of this key has a practice run with this id.",
+                                        "practice_run_not_found")},
         }},
         "/webhooks": {"post": {
             "operationId": "createWebhook", "summary": "Register a callback URL for this key's submissions",

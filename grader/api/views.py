@@ -34,9 +34,10 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
-# It names an exercise (practice) or an assignment of one of the key's courses, not both.
+# It names an exercise (on its own) or an assignment of one of the key's courses, not both.
 # The code is a "source" (Python text) or a "notebook" (the .ipynb's JSON object), not both.
-_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user")
+# "practice": true makes it a practice run (grader.api.practice), counted for nothing.
+_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user", "practice")
 _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
@@ -134,6 +135,8 @@ def _submission_fields(body: dict) -> tuple[str | int, str | submissions.Noteboo
     if "notebook" in body and not isinstance(body["notebook"], dict):
         raise ApiError("wrong_type", f"'notebook' must be an object (the notebook's JSON), "
                                      f"not {_json_type(body['notebook'])}")
+    if "practice" in body and type(body["practice"]) is not bool:
+        raise ApiError("wrong_type", f"'practice' must be true or false, not {_json_type(body['practice'])}")
     if "assignment" in body and type(body["assignment"]) is not int:
         raise ApiError("wrong_type", f"'assignment' must be a number, not {_json_type(body['assignment'])}")
     code = body["source"] if "source" in body else submissions.Notebook(body["notebook"])
@@ -179,6 +182,16 @@ def _key_prefix() -> str:
     return "api-key:" + (token.split("_")[1] if token.count("_") >= 2 else "-")
 
 
+def _practice_limit() -> str:
+    return current_app.config["PRACTICE_RATE_LIMIT"]
+
+
+def _is_practice() -> bool:
+    """A practice run asked for (read before the view, for the limits that count it)."""
+    body = request.get_json(silent=True) if request.is_json else None
+    return isinstance(body, dict) and body.get("practice") is True
+
+
 def _accepted(response) -> bool:
     return response.status_code == 202
 
@@ -187,12 +200,22 @@ def _accepted(response) -> bool:
 # Per (key, user), and per key whatever the user, so that changing `user` does not reset
 # the count; only accepted submissions count, so a client fixing a bad request is not
 # locked out by its mistakes.
-@limiter.limit(_submission_limit, deduct_when=_accepted)
+@limiter.limit(_submission_limit, deduct_when=_accepted, exempt_when=_is_practice)
+@limiter.limit(_practice_limit, deduct_when=_accepted, exempt_when=lambda: not _is_practice(), scope="practice")
 @limiter.limit(_key_limit, key_func=_key_prefix, deduct_when=_accepted)
 @requires("submissions:write")
 def create_submission():
-    target, source, user = _submission_fields(_json_body())
+    body = _json_body()
+    target, source, user = _submission_fields(body)
     user = _check_user(user)
+    if body.get("practice") is True:
+        if isinstance(source, str) and not _is_text(source):
+            raise ApiError("source_not_utf8", "the source contains an unpaired surrogate")
+        if isinstance(target, str) and not is_slug(target):
+            raise ApiError("unknown_exercise", f"there is no exercise {target[:100]!r}")
+        from grader.api import practice  # its module adds routes to this blueprint: imported after it
+
+        return practice.start(target, source, user)
     try:
         if isinstance(source, str) and not _is_text(source):
             raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")

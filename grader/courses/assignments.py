@@ -27,7 +27,8 @@ from grader.courses.members import set_role
 from grader.courses.models import MEMBER_ROLES, Assignment, Course, CourseMember, Extension, ScoreOverride
 from grader.courses.rules import Attempt, Counted, Refusal, Rules
 from grader.db import now
-from grader.submissions.models import Submission, SubmissionStatus
+from grader.submissions import practice as practice_runs
+from grader.submissions.models import PracticeRun, Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, send_task
 
 log = logging.getLogger(__name__)
@@ -352,6 +353,17 @@ def submit(session: Session, *, user: User, assignment: Assignment, source) -> S
         raise error from None
     return submissions.create(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
                               assignment_id=assignment.id, version=assignment.exercise_version)
+
+
+def practice(session: Session, *, user: User, assignment: Assignment, source) -> PracticeRun:
+    """A practice run for the assignment, by one of its course's members: the visible
+    tests of the version it pinned, at any time, counted for nothing (no attempt used)."""
+    try:
+        _member(session, assignment, user)
+    except CourseError as exc:
+        raise submissions.SubmissionError(exc.code, exc.message) from None
+    return practice_runs.start(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
+                               assignment_id=assignment.id, version=assignment.exercise_version)
 
 
 @dataclass

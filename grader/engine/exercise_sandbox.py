@@ -63,13 +63,15 @@ class ExerciseSandbox(WarmProcess):
         return self.config.sandbox_uid + 2
 
     def run(self, bundle: Bundle, source: str, device: str, on_call: OnCall,
-            on_progress: Callable[[int, int], None] | None = None) -> SuiteRun:
-        """Run ``bundle``'s hidden suite against ``source``; each call of the suite's goes
-        to ``on_call``. Raises SuiteFailure when the suite comes to no verdicts."""
+            on_progress: Callable[[int, int], None] | None = None, visible_only: bool = False) -> SuiteRun:
+        """Run ``bundle``'s hidden suite against ``source`` (its visible tests alone with
+        ``visible_only``); each call of the suite's goes to ``on_call``. Raises SuiteFailure
+        when the suite comes to no verdicts."""
         listing, tests = tests_of(bundle)
         seconds = bundle.limits.submission_seconds + SUITE_GRACE_SECONDS
         request = protocol.request_parts(
             listing, tests, source, device=device, probes=os.path.lexists(bundle.file("probes.py")),
+            visible_only=visible_only,
             limits={"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20, "processes": 64})
         self.start()
         ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0

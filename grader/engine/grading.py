@@ -135,8 +135,9 @@ class _Channel:
 
 
 def grade(exercise: Bundle | str | Path, source: str | bytes, *,
-          on_progress: Callable[[int, int], None] | None = None) -> Report:
-    """Grade one submission against an exercise's hidden tests.
+          on_progress: Callable[[int, int], None] | None = None, visible_only: bool = False) -> Report:
+    """Grade one submission against an exercise's hidden tests (with ``visible_only``,
+    against its visible tests alone: a practice run).
 
     Raises ``SandboxUnavailable`` (with the fix in its message) where no sandbox can be
     made; every other outcome, the student's failures included, is a Report.
@@ -186,7 +187,8 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
         channel = _Channel(sandbox, ex, files, device,
                            deadline=time.monotonic() + ex.limits.submission_seconds, refuse=refuse)
         try:
-            run = room.run(ex, text, device, on_call=channel.relay, on_progress=on_progress)
+            run = room.run(ex, text, device, on_call=channel.relay, on_progress=on_progress,
+                           visible_only=visible_only)
         except SuiteFailure as failure:
             log.error("%s v%d: %s", ex.slug, ex.version, failure.message)
             report.status = "sandbox_error" if failure.kind == "sandbox" else "internal_error"

@@ -56,10 +56,7 @@ def create(session: Session, *, user: User, exercise_slug: str, source: str | by
     ``version`` the assignment pinned; otherwise against the one published now. A
     notebook is stored as the Python graded, with the map of its lines to the cells."""
     text = check_source(source)
-    # Only a well-formed slug reaches the database (PostgreSQL refuses NUL with an error).
-    exercise = session.get(Exercise, exercise_slug) if is_slug(exercise_slug) else None
-    if exercise is None or not exercise.published:
-        raise SubmissionError("unknown_exercise", f"there is no exercise {str(exercise_slug)[:100]!r}")
+    exercise = published_exercise(session, exercise_slug)
     submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version or exercise.version,
                             assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
                             notebook=source.converted().cell_map() if isinstance(source, Notebook) else None,
@@ -67,6 +64,15 @@ def create(session: Session, *, user: User, exercise_slug: str, source: str | by
     session.add(submission)
     session.flush()
     return submission
+
+
+def published_exercise(session: Session, slug: str) -> Exercise:
+    """The published exercise ``slug``, or SubmissionError unknown_exercise."""
+    # Only a well-formed slug reaches the database (PostgreSQL refuses NUL with an error).
+    exercise = session.get(Exercise, slug) if is_slug(slug) else None
+    if exercise is None or not exercise.published:
+        raise SubmissionError("unknown_exercise", f"there is no exercise {str(slug)[:100]!r}")
+    return exercise
 
 
 def enqueue(submission_id: str, device: str, *, countdown: float = 0) -> None:

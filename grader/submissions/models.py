@@ -58,3 +58,34 @@ class Submission(Base):
     user: Mapped[User] = relationship()
     exercise: Mapped[Exercise] = relationship()
 
+
+class PracticeRun(Base):
+    """A practice run: a source run against the exercise's visible tests alone, for its
+    student to see before submitting. Kept apart from submissions so that nothing that
+    counts (best scores, attempts, the gradebook, LMS passback, webhooks, analytics) ever
+    reads one. Never retried: one the workers could not run is "failed", run it again."""
+
+    __tablename__ = "practice_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=lambda: uuid.uuid4().hex)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    exercise_slug: Mapped[str] = mapped_column(ForeignKey("exercises.slug"))
+    exercise_version: Mapped[int] = mapped_column(Integer)
+    # Run for an assignment: against the version it pinned. It counts for nothing there either.
+    assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"))
+    source: Mapped[str] = mapped_column(Text)
+    notebook: Mapped[dict | None] = mapped_column(JSON)  # as Submission.notebook
+    status: Mapped[str] = mapped_column(String(20), default=SubmissionStatus.QUEUED)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    score: Mapped[float | None] = mapped_column(Float)      # of the visible tests' points
+    max_score: Mapped[float | None] = mapped_column(Float)
+    report: Mapped[dict | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Still queued or running past it, it is shown as failed (practice.shown_status).
+    deadline: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    user: Mapped[User] = relationship()
+    exercise: Mapped[Exercise] = relationship()

@@ -22,8 +22,9 @@ from grader.engine import SandboxUnavailable, grade
 from grader.engine.report import INFRASTRUCTURE
 from grader.ops import logs, metrics
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
-from grader.submissions.models import FINISHED, PENDING, Submission, SubmissionStatus
+from grader.submissions.models import FINISHED, PENDING, PracticeRun, Submission, SubmissionStatus
 from grader.submissions.notify import after_grade
+from grader.submissions.practice import PRACTICE_TASK
 from grader.tasks import GRADE_HARD_LIMIT, celery
 
 log = logging.getLogger(__name__)
@@ -165,3 +166,50 @@ def sweep_stuck() -> int:
         enqueue(submission_id, device)
     return len(resent)
 
+
+@celery.task(name=PRACTICE_TASK)
+def run_practice(run_id: str) -> str:
+    """Run a practice run's source against the visible tests alone. Never retried (a run
+    the workers could not finish is failed: the student runs it again); never notifies
+    anyone, as nothing of it counts."""
+    with db.transaction() as session:
+        claimed = session.execute(
+            update(PracticeRun).where(PracticeRun.id == run_id, PracticeRun.status == SubmissionStatus.QUEUED,
+                                      PracticeRun.deadline > now())
+            .values(status=SubmissionStatus.RUNNING).execution_options(synchronize_session=False))
+        if claimed.rowcount != 1:
+            return "not queued"  # run already, lost past its deadline, or deleted
+        row = session.get(PracticeRun, run_id)
+        try:
+            bundle = (bundle_at(session, row.exercise_slug, row.exercise_version) if row.assignment_id
+                      else bundle_for(session, row.exercise_slug))
+        except (CatalogError, UploadError) as exc:
+            bundle, failure = None, f"the exercise cannot be loaded: {exc}"
+        source = row.source
+
+    def progress(done: int, total: int) -> None:
+        with db.transaction() as session:
+            session.execute(update(PracticeRun).where(PracticeRun.id == run_id)
+                            .values(progress_done=done, progress_total=total)
+                            .execution_options(synchronize_session=False))
+
+    report = None
+    if bundle is not None:
+        try:
+            report = grade(bundle, source, on_progress=progress, visible_only=True)
+            failure = report.message or report.status if report.status in INFRASTRUCTURE else None
+        except SandboxUnavailable as exc:
+            failure = str(exc)
+    with db.transaction() as session:
+        row = session.get(PracticeRun, run_id, with_for_update=True)
+        if row is None:
+            return "deleted"
+        row.finished_at = now()
+        if failure is not None:
+            log.warning("could not run practice run %s: %s", run_id, failure)
+            row.status, row.failure_reason = SubmissionStatus.FAILED, failure[:2000]
+            return "failed"
+        row.status, row.exercise_version = SubmissionStatus.GRADED, report.version
+        row.score, row.max_score, row.report = report.score, report.max_score, report.to_dict()
+        row.progress_done = row.progress_total = len(report.tests)
+    return "graded"

@@ -27,9 +27,10 @@ _UNUSED_PLUGINS = ("terminal", "cacheprovider", "doctest", "junitxml", "pastebin
 class _Collector:
     """A pytest plugin object: hands out the channel, records verdicts, reports progress."""
 
-    def __init__(self, channel, on_progress: Callable[[int, int], None] | None):
+    def __init__(self, channel, on_progress: Callable[[int, int], None] | None, visible_only: bool = False):
         self.channel = channel
         self.on_progress = on_progress
+        self.visible_only = visible_only
         self.total = 0
         self.phases: dict[str, dict] = {}
         self.items: dict[str, pytest.Item] = {}
@@ -44,7 +45,12 @@ class _Collector:
         # the native style spares formatting a long one (which parses every file it names).
         config.option.tbstyle = "native"
 
-    def pytest_collection_modifyitems(self, items):
+    @pytest.hookimpl(trylast=True)  # after any other selection: the total is what runs
+    def pytest_collection_modifyitems(self, config, items):
+        if self.visible_only:  # a practice run: the tests whose full message the student sees anyway
+            hidden = [item for item in items if item.get_closest_marker("visible") is None]
+            items[:] = [item for item in items if item.get_closest_marker("visible") is not None]
+            config.hook.pytest_deselected(items=hidden)
         self.total = len(items)
         self.items = {item.nodeid: item for item in items}
         if self.on_progress:
@@ -107,10 +113,11 @@ class _Collector:
         return result
 
 
-def run_suite(root: Path, channel, on_progress=None) -> SuiteRun:
-    """Run the suite in ``root``/tests (a bundle's folder) against ``channel``."""
+def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False) -> SuiteRun:
+    """Run the suite in ``root``/tests (a bundle's folder) against ``channel``; with
+    ``visible_only``, its visible tests alone (an exercise may have none)."""
     tests_dir = root / "tests"
-    collector = _Collector(channel, on_progress)
+    collector = _Collector(channel, on_progress, visible_only)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
             "--rootdir", str(root), "--confcutdir", str(tests_dir),
             "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing",
@@ -118,6 +125,8 @@ def run_suite(root: Path, channel, on_progress=None) -> SuiteRun:
     for plugin in _UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin}"]
     code = pytest.main(args, plugins=[collector])
+    if visible_only and code == pytest.ExitCode.NO_TESTS_COLLECTED and collector.run.error is None:
+        return collector.run  # no visible test: nothing ran, and nothing went wrong
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
         collector.run.error = f"pytest stopped with exit code {int(code)}"
     if not collector.run.results and collector.run.error is None:

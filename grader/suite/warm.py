@@ -291,7 +291,8 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     channel = RemoteChannel(req_r, send, source=source,
                             device=str(request.get("device", "cpu")), probes=request.get("probes") is True)
     run = harness.run_suite(Path(BUNDLE), channel,
-                            on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}))
+                            on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}),
+                            visible_only=request.get("visible_only") is True)
     send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
           "test_errors": run.test_errors, "logs": run.logs})
     os.close(res_w)  # the warm process takes this as the end, without waiting for our teardown

@@ -1,0 +1,91 @@
+"""Practice runs on the site: "Run visible tests" beside Submit, on an exercise's page and
+an assignment's. The run's page follows it as a submission's does and shows its report;
+nothing of it counts (grader.submissions.practice). Limited apart from submissions."""
+
+from __future__ import annotations
+
+import re
+
+from flask import abort, current_app, g, jsonify, redirect, render_template, url_for
+
+from grader import submissions
+from grader.courses import assignments as courses
+from grader.extensions import get_db, limiter
+from grader.submissions import practice as runs
+from grader.submissions.models import PENDING, PracticeRun
+from grader.web import bp
+from grader.web.auth import login_required
+from grader.web.courses import _assignment, _assignment_page
+from grader.web.render import localized_tests
+from grader.web.views import _error_text, _exercise_page, lang, posted_source, published
+
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def practice_limit() -> str:
+    return current_app.config["PRACTICE_RATE_LIMIT"]
+
+
+# Counted apart from submissions (its own scope): practising never uses up submitting.
+limit_practice = limiter.limit(practice_limit, scope="practice", deduct_when=lambda response: response.status_code == 303)
+
+
+@bp.post("/exercises/<slug>/practice")
+@login_required
+@limit_practice
+def practice_start(slug: str):
+    _pasted, source, kept = posted_source()
+    try:
+        with get_db() as s:
+            published(s, slug)
+            run = runs.start(s, user=g.user, exercise_slug=slug, source=source)
+            run_id, device = run.id, run.exercise.device
+    except submissions.SubmissionError as exc:
+        return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
+    runs.send(run_id, device)  # only now: committed
+    return redirect(url_for("web.practice_run", run_id=run_id), code=303)
+
+
+@bp.post("/assignments/<int:assignment_id>/practice")
+@login_required
+@limit_practice
+def assignment_practice(assignment_id: int):
+    _pasted, source, kept = posted_source()
+    try:
+        with get_db() as s:
+            assignment, _course, _role = _assignment(s, assignment_id)
+            run = courses.practice(s, user=g.user, assignment=assignment, source=source)
+            run_id, device = run.id, run.exercise.device
+    except submissions.SubmissionError as exc:
+        return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=422)
+    runs.send(run_id, device)
+    return redirect(url_for("web.practice_run", run_id=run_id), code=303)
+
+
+def _own_run(s, run_id: str) -> PracticeRun:
+    row = s.get(PracticeRun, run_id) if _RUN_ID.fullmatch(run_id) else None
+    if row is None or row.user_id != g.user.id:  # a practice run is its student's alone
+        abort(404)
+    return row
+
+
+@bp.get("/practice/<run_id>")
+@login_required
+def practice_run(run_id: str):
+    with get_db() as s:
+        row = _own_run(s, run_id)
+        exercise_row, status = row.exercise, runs.shown_status(row)
+    tests = localized_tests(row.report, lang()) if row.report and status == "graded" else []
+    return render_template("practice.html", submission=row, exercise=exercise_row, owner=g.user, tests=tests,
+                           status=status, pending=status in PENDING, held=None, practice=True,
+                           status_url=url_for("web.practice_status", run_id=run_id))
+
+
+@bp.get("/practice/<run_id>/status")
+@login_required
+def practice_status(run_id: str):
+    with get_db() as s:
+        row = _own_run(s, run_id)
+        status = runs.shown_status(row)
+    return jsonify(status=status, done=row.progress_done, total=row.progress_total, score=row.score,
+                   max_score=row.max_score)
