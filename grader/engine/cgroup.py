@@ -96,6 +96,22 @@ def _v1_mounts() -> dict[str, tuple[Path, str]]:
     return mounts
 
 
+def _v2_own() -> Path:
+    """This process's own cgroup directory (v2). /proc/self/cgroup names it from the root
+    of the cgroup namespace, while /sys/fs/cgroup may be mounted lower in the tree: a
+    container that shares the host's cgroup namespace sees its own group as the mount's
+    root, as on v1."""
+    own, root = _own_cgroups().get("", "/"), "/"
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if right.split()[:1] == ["cgroup2"] and fields[4] == str(V2_ROOT):
+            root = fields[3]
+    if root != "/" and (own == root or own.startswith(root.rstrip("/") + "/")):
+        own = own[len(root):]
+    return V2_ROOT / own.strip("/")
+
+
 def version() -> int:
     if (V2_ROOT / "cgroup.controllers").exists():
         return 2
@@ -268,10 +284,10 @@ def _v2_base(configured: str) -> dict[str, Path]:
         parent = Path(configured)
         base = parent if parent.is_absolute() else V2_ROOT / configured
     else:
-        own = _own_cgroups().get("", "/").strip("/")
+        own = _v2_own()
         # A cgroup with processes cannot hand controllers to children (v2's "no internal
         # processes"), so sandboxes go beside the worker's group, not below it.
-        parent = V2_ROOT / own if own == "" else (V2_ROOT / own).parent
+        parent = own if own == V2_ROOT else own.parent
         base = parent / SANDBOXES
     enabled = set(_read(base.parent / "cgroup.subtree_control").split())
     if not set(CONTROLLERS) <= enabled:
@@ -323,7 +339,7 @@ def delegate() -> str:
     remounted = _remount_writable()
     if version() != 2:
         return f"cgroup v1: remounted {remounted or 'nothing'} read-write; nothing to delegate"
-    own = V2_ROOT / _own_cgroups().get("", "/").strip("/")
+    own = _v2_own()
     leaf = own / "worker"
     os.makedirs(leaf, exist_ok=True)
     for _ in range(100):  # processes may fork while we move them
