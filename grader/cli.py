@@ -16,9 +16,36 @@ import click
 from grader.accounts.models import Role  # the role names, for --role
 
 
+# The commands that work on the service's own database (an existing one: `grader up` and
+# `grader db upgrade` make it), and of `grader exercise`, those that publish into it.
+_ON_THE_DATABASE = {"create-user", "set-password", "reset-password", "course", "assignment", "gradebook",
+                    "regrade", "api-key"}
+_EXERCISE_ON_THE_DATABASE = {"sync", "add"}
+
+
 @click.group()
-def main() -> None:
+@click.pass_context
+def main(context: click.Context) -> None:
     """Grade PyTorch autograd exercises."""
+    if context.invoked_subcommand in _ON_THE_DATABASE:
+        _which_database()
+
+
+def _which_database() -> None:
+    """Say which database the command works on, and refuse to make a new, empty one: with
+    no GRADER_DATABASE_URL it is ./instance/grader.db of the folder it is run from, which
+    outside the service's folder is not the service's."""
+    from grader.db import shown_url
+    from grader.settings import settings
+
+    url = settings().database_url
+    if "GRADER_DATABASE_URL" not in os.environ:
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise click.ClickException(
+                f"there is no database at {path}: run grader in the folder where `grader up` runs (its "
+                "instance/ holds the database), or set GRADER_DATABASE_URL to the service's database")
+    click.echo(f"database: {shown_url(url)}", err=True)
 
 
 @main.command("grade")
@@ -183,6 +210,26 @@ def set_password_command(email: str, password: str) -> None:
     except users.AccountError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"new password set for {email}; its sessions have ended", err=True)
+
+
+@main.command("reset-password")
+@click.option("--email", required=True, help="The account's email.")
+def reset_password_command(email: str) -> None:
+    """Give a local account a new random password, printed once (for a user who forgot
+    theirs: hand it over, they change it); its sessions everywhere end."""
+    import secrets
+
+    from grader import db
+    from grader.accounts import users
+
+    password = secrets.token_urlsafe(12)
+    try:
+        with db.transaction() as session:
+            email = users.set_password(session, email, password).email
+    except users.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"new password for {email}, shown only this once: {password}")
+    click.echo("its sessions have ended", err=True)
 
 
 # ------------------------------------------------------------------ api keys
@@ -430,8 +477,11 @@ def api_key_revoke_command(prefix: str) -> None:
 # ------------------------------------------------------------------ exercises
 
 @main.group("exercise")
-def exercise_group() -> None:
+@click.pass_context
+def exercise_group(context: click.Context) -> None:
     """The exercises the service offers."""
+    if context.invoked_subcommand in _EXERCISE_ON_THE_DATABASE:
+        _which_database()
 
 
 @exercise_group.command("sync")

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -30,6 +30,11 @@ class Base(DeclarativeBase):
 def now() -> datetime:
     """The time every row stores: timezone-aware UTC, the service's own (grader.clock)."""
     return clock.now()
+
+
+def shown_url(url: str) -> str:
+    """A database URL as it may be printed: its password masked."""
+    return make_url(url).render_as_string(hide_password=True)
 
 
 @functools.cache

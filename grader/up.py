@@ -13,6 +13,7 @@ the bundles the database lacks, ``grader exercise sync`` every bundle.
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import ipaddress
 import os
@@ -310,6 +311,25 @@ def _ignore(signals) -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+def hold_instance(instance: Path):
+    """The instance folder's lock, held while this `grader up` runs (the kernel lets it go
+    when the process ends, however it ends): a second one on the same folder would share
+    its database and Redis and take its tasks. UpError when another holds it."""
+    lock = open(instance / "up.lock", "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        lock.close()
+        raise UpError(f"another grader up (pid {holder}) is running on {_shown(instance)}; stop it first, "
+                      "or run this one from another folder") from None
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
+
+
 def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     """Start everything, wait until stopped. Returns the exit status: 0 when stopped by
     a signal, 1 when something could not start or died."""
@@ -322,9 +342,11 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     children = Children(logs, env)
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.monotonic()
+    lock = None
     try:
+        lock = hold_instance(instance)
         _check_port_free(host, port)
-        click.echo(f"database: {config.database_url}")
+        click.echo(f"database: {db.shown_url(config.database_url)}")
         db.upgrade(config.database_url)
         db.engine_for(config.database_url).dispose()
         _redis(children, config.redis_url, instance)
@@ -372,3 +394,5 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         children.stop()  # on any other exception too; a no-op once stopped
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if lock is not None:
+            lock.close()

@@ -232,6 +232,21 @@ def test_grader_up_refuses_a_port_that_is_taken(tmp_path):
     assert not (tmp_path / "instance" / "logs").exists() or not any((tmp_path / "instance" / "logs").iterdir())
 
 
+def test_a_second_grader_up_on_the_same_folder_refuses_to_start(tmp_path):
+    import fcntl
+
+    (tmp_path / "instance").mkdir()
+    with open(tmp_path / "instance" / "up.lock", "w") as held:  # as a running grader up holds it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        result = subprocess.run([str(GRADER), "up", "--port", str(free_ports(1)[0])], cwd=tmp_path,
+                                env=environment(free_ports(1)[0]), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "another grader up (pid 4242) is running on" in result.stderr and "stop it first" in result.stderr
+    assert not (tmp_path / "instance" / "grader.db").exists()  # it touched nothing
+
+
 # ------------------------------------------------------------------ docker-compose.yml
 
 def test_the_compose_file_has_every_service_and_only_settings_the_grader_reads():
