@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import markupsafe
 import pytest
 from sqlalchemy import select
 
@@ -137,7 +138,7 @@ def test_the_exercise_list_shows_points_and_the_students_best_score(ada, databas
     second = submit(ada).location.rsplit("/", 1)[1]
     store_grade(database_url, second, GOOD)
     page = ada.get("/exercises").get_data(as_text=True)
-    assert re.search(r"<td>6</td>\s*<td>6</td>", page), page
+    assert re.search(r"<td>6</td>\s*<td>6 / 6</td>", page), page  # the best, out of the most
 
 
 def test_the_statement_is_rendered_from_markdown_in_the_chosen_language(ada):
@@ -248,6 +249,24 @@ def test_a_graded_submission_shows_each_test_its_hint_and_the_score(ada, databas
     ada.post("/language", data={"lang": "ko", "next": location, "csrf_token": token(ada, "/exercises")})
     page = ada.get(location).get_data(as_text=True)
     assert "힌트" in page and "실패" in page
+
+
+def test_a_report_reads_at_a_glance_failures_first_and_each_hint_once(ada, database_url):
+    source = (BASICS / "mutants" / "backward_twice.py").read_text(encoding="utf-8")
+    location = submit(ada, source).location
+    store_grade(database_url, location.rsplit("/", 1)[1], source)
+    page = ada.get(location).get_data(as_text=True)
+    with db.transaction(database_url) as session:
+        report = session.get(Submission, location.rsplit("/", 1)[1]).report
+    failed = [t for t in report["tests"] if not t["passed"]]
+    assert f"{len(report['tests']) - len(failed)} of {len(report['tests'])} tests passed" in page
+    rows = re.findall(r'<tr class="(pass|fail)">', page)
+    assert rows == sorted(rows, key=lambda r: r == "pass")  # every failure before any pass
+    hints = [t["hint"] for t in failed if t["hint"]]
+    repeated = len(hints) - len(set(hints))
+    assert repeated and page.count("The hint above explains this one too.") == repeated
+    for hint in set(hints):
+        assert page.count(str(markupsafe.escape(hint))) == 1
 
 
 def test_control_and_bidi_characters_from_a_submission_are_shown_escaped(ada, database_url):
