@@ -63,6 +63,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY grader ./grader
 COPY exercises ./exercises
+COPY client ./client
 # Editable, so that the package finds the catalogue (./exercises) and its templates,
 # static files and translations where they are in the checkout. torch is already there,
 # so its requirement installs nothing more.

@@ -9,9 +9,11 @@ from flask import current_app, g, request, session
 from flask_babel import Babel
 from flask_limiter import Limiter
 from flask_wtf.csrf import CSRFProtect
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader import db
+from grader.accounts.models import ApiKey
 
 LANGUAGES = ("en", "ko")
 
@@ -23,13 +25,26 @@ def get_db() -> AbstractContextManager[Session]:
 
 def submitter() -> str:
     """Whom a submission rate limit counts against: the signed-in user on the web, the
-    (API key, user) pair on the API. Read before the view runs, so from the raw request."""
+    (API key, user) pair on the API, and a personal token's user as on the web (one bucket
+    for a student however many tokens they make). Read before the view runs, so from the
+    raw request; only accepted requests are counted, so a forged token counts nothing."""
     if request.blueprint == "api":
         key = request.headers.get("Authorization", "").partition(" ")[2].strip()
+        prefix = key.split("_")[1] if key.count("_") >= 2 else "-"
+        owner = _token_owner(prefix)
+        if owner is not None:
+            return f"web:{owner}"
         body = request.get_json(silent=True) if request.is_json else None
         user = body.get("user") if isinstance(body, dict) and isinstance(body.get("user"), str) else ""
-        return f"api:{key.split('_')[1] if key.count('_') >= 2 else '-'}:{user[:500]}"
+        return f"api:{prefix}:{user[:500]}"
     return f"web:{session.get('user_id', request.remote_addr)}"
+
+
+def _token_owner(prefix: str) -> int | None:
+    if len(prefix) != 12:
+        return None
+    with get_db() as s:
+        return s.scalar(select(ApiKey.user_id).where(ApiKey.prefix == prefix))
 
 
 def locale() -> str:

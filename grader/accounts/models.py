@@ -41,7 +41,10 @@ class User(Base):
 
 
 class ApiKey(Base):
-    """A key for the REST API. Only its hash is stored; the prefix identifies it."""
+    """A key for the REST API. Only its hash is stored; the prefix identifies it.
+
+    A key with a ``user_id`` is that user's personal token (grader.accounts.keys): it acts as
+    its user alone, as the site would, and is created and revoked on the user's own page."""
 
     __tablename__ = "api_keys"
 
@@ -51,5 +54,6 @@ class ApiKey(Base):
     scopes: Mapped[list] = mapped_column(JSON, default=list)
     name: Mapped[str] = mapped_column(String(200), default="")
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

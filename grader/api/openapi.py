@@ -150,10 +150,10 @@ SCHEMAS = {
                 "error": {"type": "string", "nullable": True}}}}},
     },
     "NewSubmission": {
-        "type": "object", "required": ["user"], "additionalProperties": False,
+        "type": "object", "additionalProperties": False,
         "description": "Names an exercise (on its own, graded against its published version) or an "
-                       "assignment of one of this key's courses (under its rules, against the version it "
-                       "pinned), not both; and sends the code as a `source` or a `notebook`, exactly one of "
+                       "assignment of one of this key's courses (for a personal token: of a course its "
+                       "owner is a member of; under its rules, against the version it pinned), not both; and sends the code as a `source` or a `notebook`, exactly one of "
                        "them. With `\"practice\": true` it is a practice run instead.",
         "properties": {
             "exercise": {"type": "string", "description": "The exercise's slug.", "example": "autograd-basics"},
@@ -173,7 +173,9 @@ SCHEMAS = {
                                         "not JSON, not nbformat 4, invalid, or has no code is 422 "
                                         "`notebook_invalid`, the message saying what is wrong."},
             "user": {"type": "string", "minLength": 1, "maxLength": 480,
-                     "description": "Your id for the student; the grader makes a user on first sight."},
+                     "description": "Your id for the student; the grader makes a user on first sight. "
+                                    "Required with a service's key; refused with a personal token, which "
+                                    "submits as its owner."},
             "practice": {"type": "boolean", "default": False,
                          "description": "A practice run: the code runs against the exercise's visible tests "
                                         "alone, through the same queue and sandbox, and counts for nothing "
@@ -235,7 +237,13 @@ SCHEMAS = {
                        "description": "The grading report (per test: name, passed, points, max points, "
                                       "message, hint); null until graded. For a notebook, every line "
                                       "number of the graded source in a message (`File \"submission.py\", "
-                                      "line 12`) is followed by its cell, `(cell 3, line 2)`."},
+                                      "line 12`) is followed by its cell, `(cell 3, line 2)`. Read "
+                                      "with a personal token before an assignment releases its hidden "
+                                      "tests' results, it lists the visible tests alone."},
+            "feedback_held_until": {"type": "string", "format": "date-time",
+                                    "description": "Present only when read with the student's personal "
+                                                   "token while the assignment holds the hidden tests' "
+                                                   "results (and the score) until its due date."},
             "notebook": {"type": "object", "nullable": True, "required": ["cells"],
                          "description": "Null unless the submission was a notebook: then where each code "
                                         "cell graded is in the graded source.",
@@ -709,7 +717,10 @@ def document(server: str = "/api/v1") -> dict:
         "info": {"title": "autograd-grader API", "version": "1",
                  "description": "Grades PyTorch autograd exercises. Every request but this document's "
                                 "needs an API key (`grader api-key create --scope ...`) as a bearer "
-                                "token; each operation names the scope it needs in `x-required-scope`. "
+                                "token, or a user's personal token (made on their Tokens page: it "
+                                "holds submissions:read and submissions:write, submits as its owner "
+                                "and reads their own submissions and practice runs, as the site "
+                                "shows them); each operation names the scope it needs in `x-required-scope`. "
                                 "Every error is `{\"error\": {\"code\", \"message\"}}`; unknown paths "
                                 "answer 404 `not_found`, wrong methods 405 `method_not_allowed`."},
         "servers": [{"url": server}],

@@ -11,7 +11,7 @@ from flask import current_app, g, jsonify, url_for
 from sqlalchemy.exc import IntegrityError
 
 from grader import submissions
-from grader.api.views import ApiError, _own_assignment, bp, requires
+from grader.api.views import ApiError, _own_assignment, bp, caller_user, requires
 from grader.courses import assignments
 from grader.extensions import get_db
 from grader.submissions import notebooks
@@ -25,8 +25,7 @@ def start(target: str | int, source, user: str):
     """The 202 of a practice run started for ``user`` of this key (views.create_submission)."""
     def store() -> tuple[str, str]:
         with get_db() as session:
-            owner = submissions.api_user(session, g.caller.key_id, user,
-                                         new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
+            owner = caller_user(session, user)
             if isinstance(target, int):
                 run = assignments.practice(session, user=owner, assignment=_own_assignment(session, target),
                                            source=source)
@@ -55,8 +54,11 @@ def get_practice_run(run_id: str):
     if _RUN_ID.fullmatch(run_id):
         with get_db() as session:
             row = session.get(PracticeRun, run_id)
-            # Only the key whose user it is reads it; any other run is "not found".
-            if row is not None and row.user.api_key_id != g.caller.key_id:
+            # Only the key whose user it is (or the personal token of its user) reads it;
+            # any other run is "not found".
+            ours = (row.user_id == g.caller.user_id if g.caller.user_id is not None
+                    else row.user.api_key_id == g.caller.key_id) if row is not None else False
+            if not ours:
                 row = None
             user = submissions.shown_external_id(row.user) if row is not None else None
     if row is None:

@@ -21,7 +21,8 @@ from grader import submissions, webhooks
 from grader.accounts import keys
 from grader.catalog import is_slug
 from grader.courses import assignments
-from grader.courses.models import Assignment, Course
+from grader.accounts.models import User
+from grader.courses.models import Assignment, Course, CourseMember
 from grader.db import now
 from grader.api.openapi import ERROR_CODES, document
 from grader.extensions import get_db, limiter
@@ -37,6 +38,7 @@ _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 # It names an exercise (on its own) or an assignment of one of the key's courses, not both.
 # The code is a "source" (Python text) or a "notebook" (the .ipynb's JSON object), not both.
 # "practice": true makes it a practice run (grader.api.practice), counted for nothing.
+# "user" names the key's own user; a personal token has one user, its owner, and takes none.
 _SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user", "practice")
 _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
@@ -121,8 +123,11 @@ def _submission_fields(body: dict) -> tuple[str | int, str | submissions.Noteboo
         raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_SUBMISSION_FIELDS)}")
     target = [name for name in ("exercise", "assignment") if name in body]
     given = [name for name in ("source", "notebook") if name in body]
-    missing = (([] if given else ["source (or notebook)"]) + [name for name in ("user",) if name not in body]
-               + ([] if target else ["exercise"]))
+    personal = g.caller.user_id is not None
+    if personal and "user" in body:
+        raise ApiError("invalid_body", "a personal token submits as its owner: leave out 'user'")
+    missing = (([] if given else ["source (or notebook)"])
+               + ([] if personal or "user" in body else ["user"]) + ([] if target else ["exercise"]))
     if missing:
         raise ApiError("missing_field", f"missing required fields {missing}")
     if len(target) > 1:
@@ -140,7 +145,7 @@ def _submission_fields(body: dict) -> tuple[str | int, str | submissions.Noteboo
     if "assignment" in body and type(body["assignment"]) is not int:
         raise ApiError("wrong_type", f"'assignment' must be a number, not {_json_type(body['assignment'])}")
     code = body["source"] if "source" in body else submissions.Notebook(body["notebook"])
-    return body[target[0]], code, body["user"]
+    return body[target[0]], code, body.get("user")
 
 
 def _json_type(value) -> str:
@@ -148,7 +153,9 @@ def _json_type(value) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _check_user(user: str) -> str:
+def _check_user(user: str | None) -> str | None:
+    if user is None:  # a personal token's
+        return None
     if not user.strip():
         raise ApiError("invalid_user", "'user' must not be empty")
     if len(user) > _USER_MAX:
@@ -200,8 +207,9 @@ def _accepted(response) -> bool:
 # Per (key, user), and per key whatever the user, so that changing `user` does not reset
 # the count; only accepted submissions count, so a client fixing a bad request is not
 # locked out by its mistakes.
-@limiter.limit(_submission_limit, deduct_when=_accepted, exempt_when=_is_practice)
-@limiter.limit(_practice_limit, deduct_when=_accepted, exempt_when=lambda: not _is_practice(), scope="practice")
+@limiter.shared_limit(_submission_limit, scope="submissions", deduct_when=_accepted, exempt_when=_is_practice)
+@limiter.shared_limit(_practice_limit, scope="practice", deduct_when=_accepted,
+                      exempt_when=lambda: not _is_practice())
 @limiter.limit(_key_limit, key_func=_key_prefix, deduct_when=_accepted)
 @requires("submissions:write")
 def create_submission():
@@ -251,8 +259,7 @@ def _store_once(target: str | int, source: str, user: str) -> tuple[str, str, st
     with get_db() as session:
         assignment = _own_assignment(session, target) if isinstance(target, int) else None
         # The key's own user: key B's "alice" is not key A's, nor an LMS's.
-        owner = submissions.api_user(session, g.caller.key_id, user,
-                                     new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
+        owner = caller_user(session, user)
         if assignment is not None:  # under the assignment's rules: its window, attempts, cool-down
             row = assignments.submit(session, user=owner, assignment=assignment, source=source)
         else:
@@ -262,11 +269,26 @@ def _store_once(target: str | int, source: str, user: str) -> tuple[str, str, st
         return row.id, row.exercise.device, row.exercise_slug
 
 
+def caller_user(session, user: str | None) -> User:
+    """Whom a submission is by: a personal token's owner, or the key's own ``user`` (made on
+    first sight; key B's "alice" is not key A's, nor an LMS's)."""
+    if g.caller.user_id is not None:
+        return session.get(User, g.caller.user_id)
+    return submissions.api_user(session, g.caller.key_id, user,
+                                new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
+
+
 def _own_assignment(session, assignment_id: int) -> Assignment:
-    """An assignment of one of this key's courses; any other is not found."""
+    """An assignment of one of this key's courses, or for a personal token one of a course
+    its owner is a member of; any other is not found."""
     assignment = session.get(Assignment, assignment_id) if 0 < assignment_id < 2**31 else None
     course = session.get(Course, assignment.course_id) if assignment is not None else None
-    if course is None or course.api_key_id != g.caller.key_id:
+    if g.caller.user_id is not None:
+        ours = course is not None and session.scalar(select(CourseMember.id).where(
+            CourseMember.course_id == course.id, CourseMember.user_id == g.caller.user_id)) is not None
+    else:
+        ours = course is not None and course.api_key_id == g.caller.key_id
+    if not ours:
         raise ApiError("assignment_not_found", f"this key has no assignment {assignment_id}")
     return assignment
 
@@ -274,23 +296,35 @@ def _own_assignment(session, assignment_id: int) -> Assignment:
 @bp.get("/submissions/<submission_id>")
 @requires("submissions:read")
 def get_submission(submission_id: str):
-    row = None
+    row, held = None, None
     if _SUBMISSION_ID.fullmatch(submission_id):
         with get_db() as session:
-            # Only the key that made a submission reads it; another's is "not found".
-            row = session.scalar(select(Submission).join(
-                webhooks.ApiSubmission, webhooks.ApiSubmission.submission_id == Submission.id).where(
-                Submission.id == submission_id, webhooks.ApiSubmission.api_key_id == g.caller.key_id))
+            if g.caller.user_id is not None:
+                # A personal token reads its owner's submissions, however they were made, and
+                # what the site would show them: hidden tests held until the assignment says.
+                row = session.scalar(select(Submission).where(Submission.id == submission_id,
+                                                              Submission.user_id == g.caller.user_id))
+                held = row and assignments.feedback_held_until(session, row, g.caller.user_id)
+            else:
+                # Only the key that made a submission reads it; another's is "not found".
+                row = session.scalar(select(Submission).join(
+                    webhooks.ApiSubmission, webhooks.ApiSubmission.submission_id == Submission.id).where(
+                    Submission.id == submission_id, webhooks.ApiSubmission.api_key_id == g.caller.key_id))
             user = submissions.shown_external_id(row.user) if row is not None else None
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
-    return jsonify(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version,
-                   assignment=row.assignment_id, user=user,
-                   status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
-                   score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
-                   # A notebook's report names the cell beside each line number of the graded source.
-                   report=notebooks.located_report(row.report, row.notebook),
-                   notebook=notebooks.described(row.notebook))
+    # A notebook's report names the cell beside each line number of the graded source.
+    report = notebooks.located_report(row.report, row.notebook)
+    body = dict(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version,
+                assignment=row.assignment_id, user=user,
+                status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
+                score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
+                report=report, notebook=notebooks.described(row.notebook))
+    if held:
+        body.update(score=None, max_score=None, feedback_held_until=held.isoformat(timespec="seconds"),
+                    report=report and {**report, "score": None, "max_score": None,
+                                       "tests": [t for t in report.get("tests", []) if t.get("visible")]})
+    return jsonify(body)
 
 
 # ------------------------------------------------------------------ webhooks
@@ -298,6 +332,8 @@ def get_submission(submission_id: str):
 @bp.post("/webhooks")
 @requires("submissions:write")
 def create_webhook():
+    if g.caller.user_id is not None:  # a student hears of their grades on the site and in the client
+        raise ApiError("insufficient_scope", "a personal token cannot register webhooks")
     body = _json_body()
     unknown = sorted(set(body) - {"url"})
     if unknown:

@@ -24,7 +24,7 @@ from grader.catalog import is_slug
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.courses import rules as course_rules
 from grader.courses.members import set_role
-from grader.courses.models import MEMBER_ROLES, Assignment, Course, CourseMember, Extension, ScoreOverride
+from grader.courses.models import MEMBER_ROLES, STAFF_ROLES, Assignment, Course, CourseMember, Extension, ScoreOverride
 from grader.courses.rules import Attempt, Counted, Refusal, Rules
 from grader.db import now
 from grader.submissions import practice as practice_runs
@@ -405,6 +405,22 @@ def standing(session: Session, assignment: Assignment, user: User) -> Standing:
     except Refusal as exc:
         refusal = exc
     return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal)
+
+
+def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> datetime | None:
+    """When the hidden tests' results of ``row`` are shown to its student, if they are held
+    from ``viewer_id`` now (an assignment that releases them after its due date); else None.
+    Staff of the course see everything; so does anyone looking at a submission of no assignment."""
+    if row.assignment_id is None or row.user_id != viewer_id:
+        return None
+    assignment = session.get(Assignment, row.assignment_id)
+    rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
+    if course_rules.feedback_released(rules, now()):
+        return None
+    staff = session.scalar(select(CourseMember.id).where(
+        CourseMember.course_id == assignment.course_id, CourseMember.user_id == viewer_id,
+        CourseMember.role.in_(STAFF_ROLES)))
+    return None if staff is not None else rules.due_at
 
 
 def course_of(session: Session, assignment: Assignment) -> Course:

@@ -27,7 +27,7 @@ def practice_limit() -> str:
 
 
 # Counted apart from submissions (its own scope): practising never uses up submitting.
-limit_practice = limiter.limit(practice_limit, scope="practice", deduct_when=lambda response: response.status_code == 303)
+limit_practice = limiter.shared_limit(practice_limit, scope="practice", deduct_when=lambda response: response.status_code == 303)
 
 
 @bp.post("/exercises/<slug>/practice")

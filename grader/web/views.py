@@ -16,8 +16,6 @@ from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
 from grader.courses import access, assignments
 from grader.courses.models import Assignment, Course
-from grader.courses.rules import feedback_released
-from grader.db import now
 from grader.escapes import shown
 from grader.extensions import get_db, limiter
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
@@ -96,8 +94,10 @@ def submission_limit() -> str:
     return current_app.config["SUBMISSION_RATE_LIMIT"]
 
 
-# Only a submission accepted (a redirect to it) counts against the limit.
-limit_submissions = limiter.limit(submission_limit, deduct_when=lambda response: response.status_code == 303)
+# Only a submission accepted (a redirect to it) counts against the limit. One allowance per
+# user, on every page and through their personal tokens on the API (extensions.submitter).
+limit_submissions = limiter.shared_limit(submission_limit, scope="submissions",
+                                         deduct_when=lambda response: response.status_code == 303)
 
 
 def posted_source() -> tuple[str, str | bytes | notebooks.Notebook, str]:
@@ -158,16 +158,12 @@ def held_ids(s, rows: list[Submission]) -> set[str]:
 
 
 def held_until(s, row: Submission) -> str | None:
-    """When the hidden tests' results of ``row`` are shown to its student, if they are held
-    from the viewer now (an assignment that releases them after its due date); else None.
-    Staff see everything."""
-    if row.assignment_id is None or row.user_id != g.user.id:
+    """When the hidden tests' results of ``row`` are shown to the viewer, in its course's
+    time, if they are held from them now; else None (see assignments.feedback_held_until)."""
+    until = assignments.feedback_held_until(s, row, g.user.id)
+    if until is None:
         return None
-    assignment = s.get(Assignment, row.assignment_id)
-    rules = assignments.rules_of(assignment, assignments.extension_of(s, assignment, row.user_id))
-    if feedback_released(rules, now()) or access.is_staff_of(s, g.user, assignment.course_id):
-        return None
-    return assignments.shown(rules.due_at, s.get(Course, assignment.course_id))
+    return assignments.shown(until, s.get(Course, s.get(Assignment, row.assignment_id).course_id))
 
 
 @bp.get("/submissions/<submission_id>")

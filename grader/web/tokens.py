@@ -1,0 +1,60 @@
+"""A user's personal tokens, on their own page: made (shown once), listed and revoked by
+the user alone. A token is what the notebook client (client/ in this repository) sends:
+it submits and reads the user's own work, and nothing else (grader.accounts.keys)."""
+
+from __future__ import annotations
+
+from flask import g, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+
+from grader.accounts import keys
+from grader.extensions import get_db
+from grader.web import bp, client
+from grader.web.auth import login_required
+
+
+def _page(*, new_token: str | None = None, error: str | None = None, notice: str | None = None,
+          status: int = 200):
+    with get_db() as s:
+        tokens = keys.personal_tokens(s, g.user.id)
+    body = render_template("tokens.html", tokens=tokens, new_token=new_token, error=error, notice=notice,
+                           service_url=request.host_url.rstrip("/"), limit=keys.PERSONAL_LIMIT,
+                           wheel_url=client.wheel_url())
+    # A token is on this page once: neither the browser nor anything between may keep it.
+    return body, status, {"Cache-Control": "no-store"}
+
+
+@bp.get("/account/tokens")
+@login_required
+def tokens():
+    return _page(notice=_("Token revoked: it no longer works.") if request.args.get("revoked") else None)
+
+
+@bp.post("/account/tokens")
+@login_required
+def token_create():
+    try:
+        with get_db() as s:
+            _row, token = keys.personal(s, g.user.id, request.form.get("name", ""))
+    except keys.TokenRefused as exc:
+        return _page(error=_refusal(str(exc)), status=422)
+    return _page(new_token=token, status=201)
+
+
+def _refusal(message: str) -> str:
+    """keys.TokenRefused's message in the reader's language."""
+    if message.startswith("name the token"):
+        return _('Name the token (where you will use it, say "laptop" or "Colab").')
+    if message.startswith("a token's name"):
+        return _("A token's name is at most 100 characters.")
+    return _("You have %(n)d tokens already: revoke one you no longer use first.", n=keys.PERSONAL_LIMIT)
+
+
+@bp.post("/account/tokens/<prefix>/revoke")
+@login_required
+def token_revoke(prefix: str):
+    with get_db() as s:
+        revoked = keys.revoke_personal(s, g.user.id, prefix)
+    if revoked is None:
+        return _page(error=_("You have no such token (it may be revoked already)."), status=404)
+    return redirect(url_for("web.tokens", revoked=1), code=303)

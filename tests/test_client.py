@@ -1,0 +1,98 @@
+"""The notebook client (client/ in this repository) against the running service: installed
+from the wheel the service serves into a virtual environment of its own (so nothing of the
+project can leak into it), given a student's personal token, grading through a real worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.web import client
+from tests.live import serve, start_worker, stop
+from tests.test_notebooks import SOLUTION
+from tests.test_practice import WRONG
+from tests.test_tokens import new_token
+from tests.test_web import ada, site  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+on_sqlite = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the API's own tests run both
+
+
+@pytest.fixture
+def service(site, database_url, redis, tmp_path, monkeypatch):
+    """The site over HTTP and a worker grading its queue."""
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    worker = start_worker(tmp_path, "client-worker")
+    with serve(site) as url:
+        yield url
+    stop(worker)
+
+
+@pytest.fixture
+def installed(service, tmp_path) -> Path:
+    """A fresh virtual environment with the client installed from the service's own wheel."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    wheel = f"{service}/client/{client.wheel()[0]}"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check", wheel],
+                   check=True)
+    return python
+
+
+def run_client(python: Path, service: str, key: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ["PATH"], "GRADER_URL": service, "GRADER_TOKEN": key, "HOME": str(cwd)}
+    return subprocess.run([str(python), "-m", "grader_client", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@on_sqlite
+def test_a_student_checks_and_submits_a_notebook_from_the_client(service, installed, ada, tmp_path):
+    key = new_token(ada)
+    (tmp_path / "work.ipynb").write_text(json.dumps(SOLUTION))  # magics, shell commands, a skipped cell
+    checked = run_client(installed, service, key, "check", "autograd-basics", "work.ipynb", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Visible tests: 2 / 2 · a practice run" in checked.stdout and "1 of 1 tests passed" in checked.stdout
+    submitted = run_client(installed, service, key, "submit", "autograd-basics", "work.ipynb", cwd=tmp_path)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    assert "Score: 6 / 6" in submitted.stdout
+    # It counted: the student's own page shows it.
+    assert "6 / 6" in ada.get("/submissions").get_data(as_text=True)
+
+
+@on_sqlite
+def test_a_wrong_answer_prints_failures_first_with_the_hint_and_exits_non_zero(service, installed, ada,
+                                                                              tmp_path):
+    key = new_token(ada)
+    (tmp_path / "wrong.py").write_text(WRONG)
+    result = run_client(installed, service, key, "submit", "autograd-basics", "wrong.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("Score: 0 / 6") and "failures first" in lines[2]
+    assert lines[3].startswith("✗") and "Hint:" in result.stdout
+
+
+@on_sqlite
+def test_a_refusal_says_why_in_words(service, installed, ada, tmp_path):
+    key = new_token(ada)
+    (tmp_path / "empty.py").write_text("   \n")
+    result = run_client(installed, service, key, "submit", "autograd-basics", "empty.py", cwd=tmp_path)
+    assert result.returncode == 1 and result.stderr.startswith("grader: ") and "empty" in result.stderr
+    revoked = run_client(installed, service, "gk_000000000000_" + "0" * 43, "check", "autograd-basics",
+                         "empty.py", cwd=tmp_path)
+    assert revoked.returncode == 1 and "Tokens page" in revoked.stderr
+
+
+def test_the_client_needs_nothing_but_the_standard_library():
+    """-S: no site-packages at all, so an import of anything else would fail here."""
+    probe = subprocess.run([sys.executable, "-S", "-c", "import sys; sys.path.insert(0, 'client'); "
+                            "import grader_client; print(grader_client.__version__)"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr
+    assert 'dependencies = []' in (ROOT / "client" / "pyproject.toml").read_text()
