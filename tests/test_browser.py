@@ -63,7 +63,7 @@ def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korea
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Your first gradient")
 
-    page.get_by_label("Paste your code (Python)").fill(SLOW_WRONG)
+    page.get_by_label("Your code (Python)").fill(SLOW_WRONG)
     page.get_by_role("button", name="Submit", exact=True).click()
     bar = page.locator("progress#bar")
     expect(bar).to_be_visible()
@@ -74,7 +74,7 @@ def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korea
     wrong = page.url
 
     page.get_by_role("link", name="Back to the exercise").click()
-    page.get_by_label("Paste your code (Python)").fill(RIGHT)
+    page.get_by_label("Your code (Python)").fill(RIGHT)
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.locator(".score")).to_contain_text("Score: 6 / 6")
 
@@ -125,10 +125,43 @@ def test_an_instructor_runs_a_course_page_and_sees_the_students_grade_in_the_gra
     ada.get_by_role("link", name="Deep learning").click()
     ada.get_by_role("link", name="Your first gradient with backward()").click()
     expect(ada.locator("dl.facts")).to_contain_text("0 / 2")
-    ada.get_by_label("Paste your code (Python)").fill(RIGHT)
+    ada.get_by_label("Your code (Python)").fill(RIGHT)
     ada.get_by_role("button", name="Submit", exact=True).click()
     expect(ada.locator(".score")).to_contain_text("Score: 6 / 6", timeout=60_000)
 
     prof.goto(prof.url.split("/assignments/")[0] + "/courses/1/gradebook")
     expect(prof.locator("table.gradebook")).to_contain_text("Ada")
     expect(prof.locator("table.gradebook tbody")).to_contain_text("6")
+
+
+def test_code_is_never_lost_through_a_refusal_and_a_draft_comes_back(browser, live_site, app):
+    """Ctrl+Enter submits, focus lands on the result, "Edit and resubmit" opens the code sent, a
+    rate-limited submission keeps it, and what was typed but never sent is offered back."""
+    from playwright.sync_api import expect
+
+    app.config["SUBMISSION_RATE_LIMIT"] = "1 per minute"  # the served app is this one
+    page = browser.new_page(locale="en-US")
+    page.set_default_timeout(60_000)
+    sign_in(page, live_site + "/exercises/autograd-basics", "ada@example.org")
+    editor = page.get_by_label("Your code (Python)")
+    assert "raise NotImplementedError" in editor.input_value()  # the starter, to begin with
+    editor.fill("# try one\n" + RIGHT)
+    editor.press("Control+Enter")
+    expect(page.locator("#result")).to_contain_text("Score: 6 / 6", timeout=60_000)
+    expect(page.locator("#result")).to_be_focused()  # read out, and where the keyboard starts
+
+    page.get_by_role("link", name="Edit and resubmit").click()
+    editor = page.get_by_label("Your code (Python)")
+    assert editor.input_value().startswith("# try one")
+    editor.fill("# try two\n" + RIGHT)
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator("#submit-error")).to_contain_text("send it again in")  # one a minute
+    assert page.get_by_label("Your code (Python)").input_value().startswith("# try two")
+
+    page.get_by_label("Your code (Python)").fill("# try three, never sent\n" + RIGHT)
+    page.wait_for_timeout(600)  # the draft is kept a moment after typing stops
+    page.goto(live_site + "/exercises/autograd-basics?from=starter")
+    assert "raise NotImplementedError" in page.get_by_label("Your code (Python)").input_value()
+    expect(page.locator("#draft-offer")).to_contain_text("You have unsent code")
+    page.get_by_role("button", name="Restore it").click()
+    assert page.get_by_label("Your code (Python)").input_value().startswith("# try three, never sent")

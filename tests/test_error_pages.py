@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.test_web import sign_in, site, submit  # noqa: F401  (site: a fixture)
+from tests.test_web import GOOD, sign_in, site, submit  # noqa: F401  (site: a fixture)
 
 
 def title(response) -> str:
@@ -40,15 +40,16 @@ def test_a_page_a_student_may_not_open_says_so_and_offers_their_own(site):
     assert "/submissions" in links(page) and "/courses" in links(page)
 
 
-def test_a_rate_limited_submission_says_when_to_try_again(site):
+def test_a_rate_limited_submission_is_the_form_again_with_the_code_and_when_to_send_it(site):
     site.config["SUBMISSION_RATE_LIMIT"] = "1 per minute"
     client = site.test_client()
     sign_in(client, "ada@example.org")
     assert submit(client).status_code == 303
-    limited = submit(client)
-    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
-    assert title(limited) == "Too many requests"
-    assert "You can try again in 1 minute(s)." in limited.get_data(as_text=True)
+    limited = submit(client, "# <my second try>\n" + GOOD)
+    page = limited.get_data(as_text=True)
+    assert limited.status_code == 429 and 0 < int(limited.headers["Retry-After"]) <= 60
+    assert 'id="submit-error"' in page and "Your code is still here: send it again in" in page
+    assert "# &lt;my second try&gt;" in page  # in the editor, not lost
 
 
 def test_a_method_not_taken_keeps_its_allow_header(client):

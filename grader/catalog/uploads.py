@@ -284,6 +284,19 @@ def bundle_at(session: Session, slug: str, version: int, exercises_dir: str | Pa
     return materialize(kept)
 
 
+def starter(session: Session, slug: str, version: int | None = None,
+            exercises_dir: str | Path | None = None) -> str | None:
+    """The starter code students begin from (of ``version``, an assignment's pinned one, where
+    given); None (and a warning logged) when no copy of the bundle is kept."""
+    try:
+        bundle = bundle_for(session, slug, exercises_dir) if version is None else \
+            bundle_at(session, slug, version, exercises_dir)
+        return bundle.read("starter.py")
+    except (CatalogError, UploadError):
+        log.warning("the starter code of %s cannot be read", slug, exc_info=True)
+        return None
+
+
 def statements(session: Session, slug: str, exercises_dir: str | Path | None = None) -> dict[str, str | None]:
     """A published exercise's statement in each language it has, for the pages and the
     API; all None (and a warning logged) when its bundle cannot be read: the row

@@ -59,4 +59,54 @@
     escaped = false;
   });
   render();
+
+  // Ctrl+Enter (or Cmd+Enter) submits, as in most code editors.
+  area.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && area.form) {
+      event.preventDefault();
+      if (area.form.requestSubmit) area.form.requestSubmit(); else area.form.submit();
+    }
+  });
+  var keys = document.getElementById("editor-keys");
+  if (keys) keys.hidden = false;
+
+  // A draft in this browser (localStorage), per form: kept as the student types, so that
+  // nothing is lost to a closed tab, a failed request or a refusal. It is offered back, never
+  // forced: the editor keeps what the page opened with until the student restores the draft.
+  var store = null;
+  try { store = window.localStorage; } catch (e) { store = null; }
+  if (!store || !area.form) return;
+  var key = "grader-draft:" + area.form.getAttribute("action");
+  var saving = null;
+  function save() {
+    try {
+      store.setItem(key, JSON.stringify({text: area.value, at: Date.now()}));
+    } catch (e) { /* full or forbidden: the server-side copy is all there is */ }
+  }
+  area.addEventListener("input", function () {
+    clearTimeout(saving);
+    saving = setTimeout(save, 400);
+  });
+  area.form.addEventListener("submit", save);
+
+  var draft = null;
+  try { draft = JSON.parse(store.getItem(key) || "null"); } catch (e) { draft = null; }
+  var offer = document.getElementById("draft-offer");
+  // The same code as the page opened with (it was sent, or never changed): nothing to offer.
+  if (!draft || typeof draft.text !== "string" || draft.text === area.value || !offer) return;
+  if (area.dataset.origin === "refused") { save(); return; }  // the page gives back what was sent
+  var text = offer.querySelector("[data-text]");
+  text.textContent = text.dataset.text.replace("{when}", new Date(draft.at).toLocaleString());
+  offer.hidden = false;
+  document.getElementById("draft-restore").addEventListener("click", function () {
+    area.value = draft.text;
+    render();
+    offer.hidden = true;
+    area.focus();
+  });
+  document.getElementById("draft-discard").addEventListener("click", function () {
+    store.removeItem(key);
+    offer.hidden = true;
+    area.focus();
+  });
 })();

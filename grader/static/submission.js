@@ -1,9 +1,19 @@
 // Follows a submission while it is graded: polls its status, moves the progress bar,
-// and shows the report (by reloading the page) once the grade is done.
+// and shows the report (by reloading the page) once the grade is done; then moves focus to
+// the result, so that a screen reader reads it out and a keyboard user starts there.
 (function () {
   "use strict";
   var box = document.getElementById("progress");
-  if (!box || box.dataset.pending !== "true") return;
+  if (!box) return;
+  var flag = "grader-followed:" + window.location.pathname;
+  if (box.dataset.pending !== "true") {
+    var result = document.getElementById("result");
+    try {
+      if (window.sessionStorage.getItem(flag) && result) result.focus();
+      window.sessionStorage.removeItem(flag);
+    } catch (e) { /* no storage: focus stays where the browser puts it */ }
+    return;
+  }
   var bar = document.getElementById("bar");
   var count = document.getElementById("count");
   var state = document.getElementById("state");
@@ -17,6 +27,7 @@
       })
       .then(function (s) {
         if (s.status !== "queued" && s.status !== "running") {
+          try { window.sessionStorage.setItem(flag, "1"); } catch (e) { /* see above */ }
           window.location.reload();
           return;
         }

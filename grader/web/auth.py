@@ -175,11 +175,15 @@ def login():
 
 @bp.errorhandler(429)
 def _throttled(exc):
-    """A throttled sign-in is the sign-in page, saying so and for how long."""
-    if request.endpoint != "web.login":
-        return errors.page(exc)
+    """A throttled sign-in is the sign-in page, saying so and for how long; a throttled
+    submission or practice run is its form's page again, the code still in it."""
     limit = limiter.current_limit
     wait = max(1, math.ceil(limit.reset_at - time.time())) if limit is not None else 60
+    if request.endpoint in errors.refused_forms:
+        body, _status = errors.refused_forms[request.endpoint](errors.too_often(wait))
+        return body, 429, {"Retry-After": str(wait)}
+    if request.endpoint != "web.login":
+        return errors.page(exc)
     error = _("Too many failed sign-ins for this account or from this address. Try again in "
               "%(minutes)d minute(s).", minutes=math.ceil(wait / 60))
     return render_template("login.html", error=error), 429, {"Retry-After": str(wait)}

@@ -23,10 +23,10 @@ from grader.db import now
 from grader.extensions import get_db
 from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
-from grader.web import bp
+from grader.web import bp, errors
 from grader.web.auth import login_required
 from grader.web.render import markdown_html
-from grader.web.views import _error_text, held_ids, limit_submissions, posted_source, statement
+from grader.web.views import _error_text, editor_start, held_ids, limit_submissions, posted_source, statement
 
 
 def _course(s, course_id: int) -> tuple[Course, str | None]:
@@ -214,7 +214,8 @@ def assignment_page(assignment_id: int):
     return _assignment_page(assignment_id)
 
 
-def _assignment_page(assignment_id: int, *, source: str = "", error: str | None = None, status: int = 200):
+def _assignment_page(assignment_id: int, *, source: str | None = None, error: str | None = None,
+                     status: int = 200):
     with get_db() as s:
         assignment, course, role = _assignment(s, assignment_id)
         standing = courses.standing(s, assignment, g.user) if role is not None else None
@@ -224,13 +225,14 @@ def _assignment_page(assignment_id: int, *, source: str = "", error: str | None 
         students = [(u, r) for u, r in courses.members(s, course) if r == "student"] if _staff(role) else []
         exercise = assignment.exercise_slug
         held = held_ids(s, mine)
+        editor = editor_start(s, exercise, mine[0] if mine else None, source, version=assignment.exercise_version)
         notes = regrades.notes_for(s, assignment, g.user.id) if role is not None else []
         past = s.scalars(select(Regrade).where(Regrade.assignment_id == assignment.id)
                          .order_by(Regrade.created_at.desc())).all() if _staff(role) else []
     text = statement(exercise)
     return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
                            staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
-                           holds=_holds(standing, role), source=source, error=error, notes=notes,
+                           holds=_holds(standing, role), editor=editor, error=error, notes=notes,
                            past_regrades=past, statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
                            max_bytes=MAX_SOURCE_BYTES), status
@@ -258,6 +260,10 @@ def assignment_submit(assignment_id: int):
                                429 if exc.code == "cooling_down" else 422)
     submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+
+
+errors.refused_forms["web.assignment_submit"] = lambda message: _assignment_page(
+    request.view_args["assignment_id"], source=posted_source()[2], error=message, status=429)
 
 
 def _student(s, course: Course, user_id: str) -> courses.User:

@@ -16,6 +16,18 @@ from grader.extensions import limiter
 
 log = logging.getLogger(__name__)
 
+# Forms whose rate-limit refusal is their own page again, with the code typed still in it and
+# the given message saying when to send it again: endpoint -> (message) -> the page's
+# (body, status). The views that own the forms add themselves.
+refused_forms: dict = {}
+
+
+def too_often(wait: int) -> str:
+    """The message of a form refused by a rate limit, shown again with the code still in it."""
+    when = _("%(n)d seconds", n=wait) if wait < 120 else _("%(n)d minutes", n=math.ceil(wait / 60))
+    return _("You have sent this too often for now. Your code is still here: send it again in %(when)s.",
+             when=when)
+
 
 def _texts(status: int) -> tuple[str, str]:
     """A title and what to do, by status; built when asked, in the reader's language."""

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 
-from flask import abort, current_app, g, jsonify, redirect, render_template, url_for
+from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
 
 from grader import submissions
 from grader.courses import assignments as courses
 from grader.extensions import get_db, limiter
 from grader.submissions import practice as runs
 from grader.submissions.models import PENDING, PracticeRun
-from grader.web import bp
+from grader.web import bp, errors
 from grader.web.auth import login_required
 from grader.web.courses import _assignment, _assignment_page
 from grader.web.render import localized_tests
@@ -46,6 +46,10 @@ def practice_start(slug: str):
     return redirect(url_for("web.practice_run", run_id=run_id), code=303)
 
 
+errors.refused_forms["web.practice_start"] = lambda message: _exercise_page(
+    request.view_args["slug"], source=posted_source()[2], error=message, status=429)
+
+
 @bp.post("/assignments/<int:assignment_id>/practice")
 @login_required
 @limit_practice
@@ -60,6 +64,10 @@ def assignment_practice(assignment_id: int):
         return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=422)
     runs.send(run_id, device)
     return redirect(url_for("web.practice_run", run_id=run_id), code=303)
+
+
+errors.refused_forms["web.assignment_practice"] = lambda message: _assignment_page(
+    request.view_args["assignment_id"], source=posted_source()[2], error=message, status=429)
 
 
 def _own_run(s, run_id: str) -> PracticeRun:

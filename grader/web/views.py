@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask_babel import get_locale
@@ -21,7 +22,7 @@ from grader.extensions import get_db, limiter
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
 from grader.submissions import notebooks
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
-from grader.web import bp
+from grader.web import bp, errors
 from grader.web.auth import login_required
 from grader.web.render import localized_tests, markdown_html
 
@@ -77,17 +78,51 @@ def exercise(slug: str):
     return _exercise_page(slug)
 
 
-def _exercise_page(slug: str, *, source: str = "", error: str | None = None, status: int = 200):
+def _exercise_page(slug: str, *, source: str | None = None, error: str | None = None, status: int = 200):
+    """The exercise's page; ``source`` is code given back after a refusal, else the editor
+    opens with what ?from= asks for (editor_start)."""
     with get_db() as s:
         row = published(s, slug)
         mine = s.scalars(select(Submission).where(Submission.user_id == g.user.id,
                                                   Submission.exercise_slug == slug)
                          .order_by(Submission.created_at.desc()).limit(20)).all()
         held = held_ids(s, mine)
+        editor = editor_start(s, slug, mine[0] if mine else None, source)
     text = statement(slug)
-    return render_template("exercise.html", exercise=row, mine=mine, held=held, error=error, source=source,
+    return render_template("exercise.html", exercise=row, mine=mine, held=held, error=error, editor=editor,
                            statement=markdown_html(text) if text is not None else None,
                            max_bytes=MAX_SOURCE_BYTES), status
+
+
+@dataclass(frozen=True)
+class EditorStart:
+    """What the editor opens with: ``source``, and where it came from (``origin``: "refused",
+    the code just sent and refused; "starter"; "latest", the student's latest submission;
+    "submission", an older one, ``submission_id``), and whether there is a latest to offer."""
+
+    source: str
+    origin: str
+    has_latest: bool
+    submission_id: str | None = None
+
+
+def editor_start(s, slug: str, latest: Submission | None, refused: str | None, *,
+                 version: int | None = None) -> EditorStart:
+    """The code never lost: after a refusal, what was sent; else what ?from= asks for
+    ("starter", "latest" or one of the student's own submissions' ids), by default the
+    latest submission where there is one, else the exercise's starter code."""
+    if refused is not None:
+        return EditorStart(refused, "refused", latest is not None)
+    wanted = request.args.get("from", "latest" if latest is not None else "starter")
+    if _SUBMISSION_ID.fullmatch(wanted):
+        row = s.get(Submission, wanted)
+        if row is not None and row.user_id == g.user.id and row.exercise_slug == slug:
+            return EditorStart(row.source, "latest" if latest and row.id == latest.id else "submission",
+                               latest is not None, row.id)
+    if wanted == "latest" and latest is not None:
+        return EditorStart(latest.source, "latest", True, latest.id)
+    return EditorStart(uploads.starter(s, slug, version, current_app.config["EXERCISES_DIR"]) or "", "starter",
+                       latest is not None)
 
 
 def submission_limit() -> str:
@@ -103,15 +138,22 @@ limit_submissions = limiter.shared_limit(submission_limit, scope="submissions",
 def posted_source() -> tuple[str, str | bytes | notebooks.Notebook, str]:
     """What the submit form sent: (the pasted text, the source to grade, which is the
     uploaded file where there is one (a .ipynb is a notebook, read by grader.submissions),
-    and the text to give back on a refusal so that nothing typed is lost)."""
+    and the text to give back on a refusal so that nothing typed is lost: the uploaded .py
+    where it is text, else what was pasted)."""
     pasted = request.form.get("source", "")
     upload = request.files.get("file")
     source: str | bytes | notebooks.Notebook = pasted
+    kept = pasted
     if upload is not None and notebooks.is_notebook_name(upload.filename):
         source = notebooks.Notebook(upload.stream.read(MAX_NOTEBOOK_BYTES + 1))
     elif upload is not None and upload.filename:
         source = upload.stream.read(MAX_SOURCE_BYTES + 1)
-    return pasted, source, pasted if len(pasted) <= MAX_SOURCE_BYTES else ""
+        try:
+            text = source.decode("utf-8")
+            kept = pasted if "\0" in text else text
+        except UnicodeDecodeError:
+            pass
+    return pasted, source, kept if len(kept) <= MAX_SOURCE_BYTES else ""
 
 
 @bp.post("/exercises/<slug>/submissions")
@@ -128,6 +170,37 @@ def submit(slug: str):
         return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
     submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))  # only now: committed
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+
+
+# A rate-limited submission is the exercise's page again, the code in the editor (auth._throttled).
+errors.refused_forms["web.submit"] = lambda message: _exercise_page(
+    request.view_args["slug"], source=posted_source()[2], error=message, status=429)
+
+
+@bp.get("/exercises/<slug>/starter.py")
+@login_required
+def starter_download(slug: str):
+    with get_db() as s:
+        published(s, slug)
+        text = uploads.starter(s, slug, None, current_app.config["EXERCISES_DIR"])
+    if text is None:
+        abort(404)
+    return _download(text, f"{slug}-starter.py")
+
+
+@bp.get("/submissions/<submission_id>/source.py")
+@login_required
+def source_download(submission_id: str):
+    with get_db() as s:
+        row = _own_submission(s, submission_id)
+        name = f"{row.exercise_slug}-{row.created_at.strftime('%Y%m%d-%H%M%S')}.py"
+    return _download(row.source, name)
+
+
+def _download(text: str, name: str):
+    response = current_app.response_class(text, mimetype="text/x-python")
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 def _error_text(exc: submissions.SubmissionError) -> str:
