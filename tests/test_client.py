@@ -96,3 +96,16 @@ def test_the_client_needs_nothing_but_the_standard_library():
                            cwd=ROOT, capture_output=True, text=True)
     assert probe.returncode == 0, probe.stderr
     assert 'dependencies = []' in (ROOT / "client" / "pyproject.toml").read_text()
+
+
+def test_the_client_sends_its_token_to_the_grader_it_connected_to_only():
+    sys.path.insert(0, str(ROOT / "client"))
+    try:
+        import grader_client
+    finally:
+        sys.path.remove(str(ROOT / "client"))
+    grader_client.connect("https://grader.example.edu", token="gk_000000000000_" + "0" * 43)
+    with pytest.raises(grader_client.GraderError, match="not followed"):
+        grader_client._request("GET", "https://elsewhere.example.org/api/v1/submissions/x")
+    with pytest.raises(grader_client.GraderError, match="not followed"):
+        grader_client._request("GET", "http://grader.example.edu/api/v1/submissions/x")  # not even downgraded

@@ -186,3 +186,13 @@ def test_the_client_wheel_is_served_and_holds_the_module(site):
     names = zipfile.ZipFile(io.BytesIO(wheel.data)).namelist()
     assert "grader_client.py" in names and any(n.endswith(".dist-info/RECORD") for n in names)
     assert client.get("/client/grader_client-9.9.9-py3-none-any.whl").status_code == 404
+
+
+def test_a_new_password_ends_every_token_too(site, ada, database_url):
+    """An account taken over and given back a new password keeps none of the taker's tokens."""
+    from grader.accounts import users
+
+    key = new_token(ada)
+    with db.transaction(database_url) as session:
+        users.set_password(session, "ada@example.org", "a new correct horse")
+    assert_error(submit_with(site.test_client(), key), 401, "api_key_revoked")

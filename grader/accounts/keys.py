@@ -17,10 +17,10 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from grader.accounts.models import ApiKey
+from grader.accounts.models import ApiKey, User
 from grader.db import now
 
 SCOPES = ("exercises:read", "exercises:write", "submissions:read", "submissions:write", "courses:read", "courses:write",
@@ -104,6 +104,9 @@ def personal(session: Session, user_id: int, name: str) -> tuple[ApiKey, str]:
         raise TokenRefused("name the token (where you will use it, say \"laptop\" or \"Colab\")")
     if len(name) > 100:
         raise TokenRefused("a token's name is at most 100 characters")
+    # The user's row is written first, so that two requests at once count one after the other
+    # (a row lock in PostgreSQL, the database's write lock in SQLite), never both below the limit.
+    session.execute(update(User).where(User.id == user_id).values(id=User.id))
     if len(personal_tokens(session, user_id)) >= PERSONAL_LIMIT:
         raise TokenRefused(f"you have {PERSONAL_LIMIT} tokens already: revoke one you no longer use first")
     return create(session, PERSONAL_SCOPES, name=name, user_id=user_id)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from grader.accounts.models import Role, User
+from grader.accounts.models import ApiKey, Role, User
+from grader.db import now
 
 MIN_PASSWORD = 8
 _EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$")
@@ -63,7 +64,9 @@ def authenticate(session: Session, email: str, password: str) -> User | None:
 
 def set_password(session: Session, email: str, password: str) -> User:
     """Give the account with this email a new password (the caller commits). Every session
-    it has is over: whoever holds an old cookie signs in again, with the new password."""
+    it has is over: whoever holds an old cookie signs in again, with the new password; and
+    so is every personal token (an account taken over and given back keeps none of the
+    taker's ways in)."""
     user = session.scalar(select(User).where(User.email == normalise_email(email)))
     if user is None:
         raise AccountError(f"there is no account for {normalise_email(email)}")
@@ -71,6 +74,8 @@ def set_password(session: Session, email: str, password: str) -> User:
         raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
     user.password_hash = generate_password_hash(password)
     end_sessions(user)
+    session.execute(update(ApiKey).where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
+                    .values(revoked_at=now()))
     return user
 
 

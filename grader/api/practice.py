@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from flask import current_app, g, jsonify, url_for
+from flask import g, jsonify, url_for
 from sqlalchemy.exc import IntegrityError
 
 from grader import submissions

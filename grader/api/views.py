@@ -25,7 +25,7 @@ from grader.accounts.models import User
 from grader.courses.models import Assignment, Course, CourseMember
 from grader.db import now
 from grader.api.openapi import ERROR_CODES, document
-from grader.extensions import get_db, limiter
+from grader.extensions import bearer, get_db, limiter, one_at_a_time
 from grader.submissions import notebooks
 from grader.submissions.models import Submission, SubmissionStatus
 
@@ -183,10 +183,10 @@ def _key_limit() -> str:
 
 
 def _key_prefix() -> str:
-    """The whole key's bucket: read before the view authenticates, from the raw header (a
-    key that turns out invalid is refused before anything is counted)."""
-    token = request.headers.get("Authorization", "").partition(" ")[2].strip()
-    return "api-key:" + (token.split("_")[1] if token.count("_") >= 2 else "-")
+    """The whole key's bucket, once the key is verified (extensions.bearer): a key that is not
+    valid shares the bucket of no real key, nor its counts in the limit's headers."""
+    caller = bearer()
+    return "api-key:" + (caller.prefix if caller is not None else "-")
 
 
 def _practice_limit() -> str:
@@ -206,7 +206,9 @@ def _accepted(response) -> bool:
 @bp.post("/submissions")
 # Per (key, user), and per key whatever the user, so that changing `user` does not reset
 # the count; only accepted submissions count, so a client fixing a bad request is not
-# locked out by its mistakes.
+# locked out by its mistakes; one request of a submitter at a time, so that none passes
+# the limits or an assignment's attempts by being sent beside another.
+@one_at_a_time
 @limiter.shared_limit(_submission_limit, scope="submissions", deduct_when=_accepted, exempt_when=_is_practice)
 @limiter.shared_limit(_practice_limit, scope="practice", deduct_when=_accepted,
                       exempt_when=lambda: not _is_practice())
@@ -321,8 +323,9 @@ def get_submission(submission_id: str):
                 score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
                 report=report, notebook=notebooks.described(row.notebook))
     if held:
+        # Nothing of the hidden tests: their results, their points, nor the time they took.
         body.update(score=None, max_score=None, feedback_held_until=held.isoformat(timespec="seconds"),
-                    report=report and {**report, "score": None, "max_score": None,
+                    report=report and {**report, "score": None, "max_score": None, "duration_ms": None,
                                        "tests": [t for t in report.get("tests", []) if t.get("visible")]})
     return jsonify(body)
 

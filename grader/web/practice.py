@@ -10,7 +10,7 @@ from flask import abort, current_app, g, jsonify, redirect, render_template, req
 
 from grader import submissions
 from grader.courses import assignments as courses
-from grader.extensions import get_db, limiter
+from grader.extensions import get_db, limiter, one_at_a_time
 from grader.submissions import practice as runs
 from grader.submissions.models import PENDING, PracticeRun
 from grader.web import bp, errors
@@ -27,7 +27,13 @@ def practice_limit() -> str:
 
 
 # Counted apart from submissions (its own scope): practising never uses up submitting.
-limit_practice = limiter.shared_limit(practice_limit, scope="practice", deduct_when=lambda response: response.status_code == 303)
+_limit_practice = limiter.shared_limit(practice_limit, scope="practice",
+                                       deduct_when=lambda response: response.status_code == 303)
+
+
+def limit_practice(view):
+    """The limit, and one request of a user at a time around it (extensions.one_at_a_time)."""
+    return one_at_a_time(_limit_practice(view))
 
 
 @bp.post("/exercises/<slug>/practice")

@@ -18,7 +18,7 @@ from grader.catalog.models import Exercise, UploadStatus
 from grader.courses import access, assignments
 from grader.courses.models import Assignment, Course
 from grader.escapes import shown
-from grader.extensions import get_db, limiter
+from grader.extensions import get_db, limiter, one_at_a_time
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
 from grader.submissions import notebooks
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
@@ -131,8 +131,13 @@ def submission_limit() -> str:
 
 # Only a submission accepted (a redirect to it) counts against the limit. One allowance per
 # user, on every page and through their personal tokens on the API (extensions.submitter).
-limit_submissions = limiter.shared_limit(submission_limit, scope="submissions",
-                                         deduct_when=lambda response: response.status_code == 303)
+_limit_submissions = limiter.shared_limit(submission_limit, scope="submissions",
+                                          deduct_when=lambda response: response.status_code == 303)
+
+
+def limit_submissions(view):
+    """The limit, and one request of a user at a time around it (extensions.one_at_a_time)."""
+    return one_at_a_time(_limit_submissions(view))
 
 
 def posted_source() -> tuple[str, str | bytes | notebooks.Notebook, str]:
