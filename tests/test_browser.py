@@ -165,3 +165,12 @@ def test_code_is_never_lost_through_a_refusal_and_a_draft_comes_back(browser, li
     expect(page.locator("#draft-offer")).to_contain_text("You have unsent code")
     page.get_by_role("button", name="Restore it").click()
     assert page.get_by_label("Your code (Python)").input_value().startswith("# try three, never sent")
+
+
+def test_no_draft_is_offered_when_there_is_none(browser, live_site):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(locale="en-US")
+    sign_in(page, live_site + "/exercises/autograd-basics", "ada@example.org")
+    expect(page.get_by_label("Your code (Python)")).to_be_visible()
+    expect(page.locator("#draft-offer")).to_be_hidden()

@@ -342,6 +342,25 @@ def test_every_interface_string_has_a_korean_translation():
     assert not stale, "messages.mo is older than messages.po: run pybabel compile -d grader/translations"
 
 
+def test_every_korean_translation_formats_as_its_english_does():
+    """Pages format every message (Jinja's gettext applies % even with no values), so a stray
+    % in a translation is a 500 in Korean only; and a placeholder the English lacks is one too."""
+    from babel.messages.pofile import read_po
+
+    po = read_po((ROOT / "grader" / "translations" / "ko" / "LC_MESSAGES" / "messages.po").open("rb"))
+    broken = []
+    for message in po:
+        if not message.id or not isinstance(message.id, str):
+            continue
+        values = {name: 1 for name in re.findall(r"%\((\w+)\)", message.id)}
+        try:
+            message.id % values
+            message.string % values
+        except (ValueError, KeyError, TypeError) as exc:
+            broken.append(f"{message.id!r}: {exc}")
+    assert not broken, broken
+
+
 def test_grader_create_user_makes_an_account_that_can_sign_in(site, database_url, monkeypatch):
     from click.testing import CliRunner
 

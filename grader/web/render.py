@@ -35,7 +35,9 @@ def markdown_html(text: str) -> Markup:
     html = markdown.markdown(text, extensions=["fenced_code", "tables", "sane_lists"])
     return Markup(nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES,
                             url_schemes={"http", "https", "mailto", "data"}, attribute_filter=_local_images,
-                            link_rel="noopener noreferrer nofollow"))
+                            link_rel="noopener noreferrer nofollow",
+                            # A code block wider than the screen scrolls: the keyboard must reach it.
+                            set_tag_attribute_values={"pre": {"tabindex": "0"}}))
 
 
 def localized_tests(report: dict, lang: str) -> list[dict]:

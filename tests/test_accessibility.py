@@ -1,0 +1,156 @@
+"""Every page, in English and Korean, at a phone's size and a desktop's, in a real browser
+(Debian's Chromium): axe-core finds no violation, and nothing makes the page scroll sideways.
+
+The site is filled as a course would leave it: a student's wrong and right submissions with
+their reports, a practice run, a personal token, a course with an assignment, its gradebook,
+analytics and similar submissions, an upload being checked, error pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from grader import catalog, db
+from grader.accounts import users
+from grader.accounts.models import User
+from grader.courses import assignments as courses
+from grader.engine import grade
+from grader.submissions import practice as runs
+from grader.submissions.models import PracticeRun, Submission
+from tests.live import publish_basics, serve
+from tests.test_browser import browser  # noqa: F401  (a fixture)
+from tests.test_bundles import bundle_folder, zipped
+from tests.test_bundles import sign_in as sign_in_client
+from tests.test_bundles import upload
+
+ROOT = Path(__file__).resolve().parent.parent
+BASICS = ROOT / "exercises" / "autograd-basics"
+RIGHT = (BASICS / "solution.py").read_text()
+WRONG = (BASICS / "mutants" / "backward_twice.py").read_text()
+SIZES = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 800}}
+
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)]
+
+
+def graded(database_url: str, row_id: str, source: str, model=Submission, **kw) -> None:
+    report = grade(catalog.find("autograd-basics"), source, **kw)
+    with db.transaction(database_url) as session:
+        row = session.get(model, row_id)
+        row.status, row.score, row.max_score, row.report = "graded", report.score, report.max_score, report.to_dict()
+        row.progress_done = row.progress_total = len(report.tests)
+
+
+@pytest.fixture
+def filled(app, database_url, monkeypatch, tmp_path):
+    """The site with everything a page shows; yields (base url, the pages by who sees them)."""
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    monkeypatch.setenv("GRADER_BUNDLE_CACHE", str(tmp_path / "cache"))
+    publish_basics(database_url)
+    with db.transaction(database_url) as session:
+        for email, role in (("ada@example.org", "student"), ("bo@example.org", "student"),
+                            ("prof@example.org", "instructor"), ("ines@example.org", "admin")):
+            users.create_user(session, email=email, password="correct horse", role=role, name=email.split("@")[0])
+    with db.transaction(database_url) as session:
+        ada, bo, prof = (session.scalar(select(User).where(User.email == e))
+                         for e in ("ada@example.org", "bo@example.org", "prof@example.org"))
+        course = courses.create_course(session, title="Deep learning", code="DL101", time_zone="Asia/Seoul",
+                                       instructor=prof)
+        courses.import_roster(session, course, [{"email": ada.email}, {"email": bo.email}])
+        assignment = courses.create_assignment(session, course, exercise="autograd-basics",
+                                               due_at="2099-01-01T00:00+09:00", attempts=3)
+        made = [courses.submit(session, user=who, assignment=assignment, source=source)
+                for who, source in ((ada, WRONG), (ada, RIGHT), (bo, WRONG))]
+        practice = runs.start(session, user=ada, exercise_slug="autograd-basics", source=WRONG)
+        ids = [row.id for row in made]
+        course_id, assignment_id, practice_id = course.id, assignment.id, practice.id
+    for row_id, source in zip(ids, (WRONG, RIGHT, WRONG)):
+        graded(database_url, row_id, source)
+    graded(database_url, practice_id, WRONG, model=PracticeRun, visible_only=True)
+    admin = app.test_client()
+    sign_in_client(admin)
+    folder = bundle_folder(tmp_path)
+    checking = upload(admin, zipped({str(p.relative_to(folder)): p.read_bytes()
+                                     for p in folder.rglob("*") if p.is_file()})).location
+    student = ["/exercises", "/exercises/autograd-basics", f"/submissions/{ids[0]}", f"/submissions/{ids[1]}",
+               "/submissions", f"/practice/{practice_id}", "/account/tokens", "/courses",
+               f"/assignments/{assignment_id}", "/no-such-page"]
+    staff = [f"/courses/{course_id}", f"/courses/{course_id}/gradebook", f"/assignments/{assignment_id}",
+             f"/assignments/{assignment_id}/analytics", f"/assignments/{assignment_id}/similarity",
+             f"/assignments/{assignment_id}/similarity/{ids[1]}/{ids[2]}", "/instructor/submissions",
+             "/instructor/lti/platforms"]
+    admin_pages = ["/instructor/exercises", checking, "/instructor/lti/deliveries"]
+    with serve(app) as url:
+        yield url, {"ada@example.org": student, "prof@example.org": staff, "ines@example.org": admin_pages}
+
+
+def sign_in(page, base: str, email: str) -> None:
+    page.goto(base + "/login")
+    page.fill("#email", email)
+    page.fill("#password", "correct horse")
+    page.press("#password", "Enter")
+    page.wait_for_url(lambda url: "/login" not in url)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_page_passes_axe_and_fits_the_screen_in_both_languages(browser, filled, size):
+    from axe_playwright_python.sync_playwright import Axe
+
+    base, pages = filled
+    axe, problems = Axe(), []
+    for lang in ("en", "ko"):
+        def fresh():  # one per user: a browser's cookies are one user's
+            return browser.new_context(viewport=SIZES[size], locale="ko-KR" if lang == "ko" else "en-US")
+
+        context = fresh()
+        login = context.new_page()
+        login.goto(base + "/login")
+        problems += check(axe, login, f"{lang} /login")
+        context.close()
+        for email, paths in pages.items():
+            context = fresh()
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            sign_in(page, base, email)
+            for path in paths:
+                page.goto(base + path)
+                assert page.locator("html").get_attribute("lang") == lang, (lang, path)
+                problems += check(axe, page, f"{lang} {path}")
+            context.close()
+    assert not problems, "\n\n".join(problems)
+
+
+def check(axe, page, where: str) -> list[str]:
+    found = []
+    results = axe.run(page)
+    if results.violations_count:
+        found.append(f"{where}: {results.generate_report()}")
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    if overflow > 0:
+        wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+            .slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 60))""")
+        found.append(f"{where}: the page scrolls sideways by {overflow}px: {wide}")
+    return found
+
+
+def test_a_bundle_being_checked_shows_its_result_without_a_timed_refresh(browser, filled, database_url):
+    """No <meta refresh> (a screen reader starts again at every one): the page follows the
+    check and, once it ends, shows the result with focus on it."""
+    from playwright.sync_api import expect
+
+    from grader.catalog.models import Upload, UploadStatus
+
+    base, pages = filled
+    checking = pages["ines@example.org"][1]
+    page = browser.new_page()
+    sign_in(page, base, "ines@example.org")
+    page.goto(base + checking)
+    expect(page.locator("#bundle-status")).to_contain_text("Checking")
+    assert page.locator('meta[http-equiv="refresh"]').count() == 0  # only inside <noscript>, for pages without JS
+    with db.transaction(database_url) as session:
+        row = session.scalar(select(Upload))
+        row.status, row.error = UploadStatus.REJECTED, "the reference solution scored 0 of 6"
+    expect(page.locator("#bundle-status")).to_contain_text("Rejected", timeout=15_000)
+    expect(page.locator("#upload-watch")).to_be_focused()
