@@ -9,7 +9,6 @@ import json
 import re
 from pathlib import Path
 
-import markupsafe
 import pytest
 from sqlalchemy import select
 
@@ -20,6 +19,7 @@ from grader.catalog.models import Exercise
 from grader.db import now
 from grader.submissions.models import Submission
 from grader.settings import MAX_SOURCE_BYTES
+from grader.web.views import code_in_text
 from tests.live import publish_basics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,8 +265,8 @@ def test_a_report_reads_at_a_glance_failures_first_and_each_hint_once(ada, datab
     hints = [t["hint"] for t in failed if t["hint"]]
     repeated = len(hints) - len(set(hints))
     assert repeated and page.count("The hint above explains this one too.") == repeated
-    for hint in set(hints):
-        assert page.count(str(markupsafe.escape(hint))) == 1
+    for hint in set(hints):  # as the page sets it: the code in it as code
+        assert page.count(str(code_in_text(hint))) == 1
 
 
 def test_control_and_bidi_characters_from_a_submission_are_shown_escaped(ada, database_url):
@@ -377,3 +377,16 @@ def test_grader_create_user_makes_an_account_that_can_sign_in(site, database_url
     client = site.test_client()
     assert sign_in(client, "teacher@example.org", "a long password").status_code == 302
     assert client.get("/instructor/submissions").status_code == 200
+
+
+def test_a_traceback_links_to_the_numbered_line_and_code_in_a_hint_is_code(ada, database_url):
+    source = "import torch\n\n\ndef grad_2xtx(x):\n    raise RuntimeError('no gradient here')\n"
+    location = submit(ada, source).location
+    store_grade(database_url, location.rsplit("/", 1)[1], source)
+    page = ada.get(location).get_data(as_text=True)
+    assert '<a href="#L5">5</a>' in page  # the line that raised, in the message of a visible test
+    assert '<span class="line" id="L5"><span class="ln" aria-hidden="true">5</span>' in page
+    location = submit(ada, TWICE).location
+    store_grade(database_url, location.rsplit("/", 1)[1], TWICE)
+    hint = re.search(r'<p class="hint"><strong>Hint:</strong>(.*?)</p>', ada.get(location).get_data(as_text=True), re.S)
+    assert "<code>backward()</code>" in hint.group(1) or "<code>x.grad</code>" in hint.group(1), hint.group(1)

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
+from markupsafe import Markup, escape
 from flask_babel import get_locale
 from flask_babel import gettext as _
 from sqlalchemy import func, select
@@ -287,6 +288,53 @@ def my_submissions():
 # Reports stored before the engine escaped them, and the submitted source (bidi
 # overrides can make code read differently from what runs), show control characters escaped.
 bp.add_app_template_filter(shown, "shown")
+
+
+# Where a report names a line of the graded source (a traceback's `File "submission.py",
+# line 12`), as the page has it once escaped.
+_LINE_MENTION = re.compile(r"(submission\.py(?:&#34;|&quot;)?, line )(\d{1,6})\b|\b(line )(\d{1,6})( of submission\.py)")
+
+
+@bp.app_template_filter("line_links")
+def line_links(text: str | None, source: str | None) -> Markup | None:
+    """A report message, escaped, with each line of the graded source it names a link to
+    that line of the code shown below it (numbered)."""
+    if not text:
+        return text
+    lines = (source or "").count("\n") + 1
+
+    def link(match: re.Match) -> str:
+        before, number, after = ((match.group(1), match.group(2), "") if match.group(2)
+                                 else (match.group(3), match.group(4), match.group(5)))
+        if not 0 < int(number) <= lines:
+            return match.group(0)
+        return f'{before}<a href="#L{number}">{number}</a>{after}'
+
+    return Markup(_LINE_MENTION.sub(link, str(escape(text))))
+
+
+# Code in a hint: `quoted`, or what reads as code unquoted (a call, an attribute: f(a).sum(),
+# x.grad, backward()); "e.g." and "i.e." are words.
+_CODE_IN_TEXT = re.compile(r"`([^`\n]+)`|(?<![\w.])(?!e\.g\b|i\.e\b)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\((?:[^()\s]|\([^()\s]*\))*\))+)")
+
+
+@bp.app_template_filter("code_in_text")
+def code_in_text(text: str | None) -> Markup | None:
+    """A hint, escaped, with the code in it set as code."""
+    if not text:
+        return text
+    return Markup(_CODE_IN_TEXT.sub(lambda m: f"<code>{m.group(1) or m.group(2)}</code>", str(escape(text))))
+
+
+@bp.app_template_filter("numbered")
+def numbered(source: str | None) -> Markup:
+    """The submitted code, escaped (control characters shown), each line numbered and
+    with an id (#L12) that tracebacks link to."""
+    text = shown(source) or ""
+    lines = (text[:-1] if text.endswith("\n") else text).split("\n")
+    return Markup("\n".join(
+        f'<span class="line" id="L{n}"><span class="ln" aria-hidden="true">{n}</span>{escape(line)}</span>'
+        for n, line in enumerate(lines, 1)))
 
 
 @bp.app_template_filter("located")
