@@ -153,6 +153,11 @@ def test_code_is_never_lost_through_a_refusal_and_a_draft_comes_back(browser, li
     page.get_by_role("link", name="Edit and resubmit").click()
     editor = page.get_by_label("Your code (Python)")
     assert editor.input_value().startswith("# try one")
+    page.get_by_role("button", name="Run visible tests").click()  # a practice run: counts for nothing
+    expect(page.locator("#result")).to_contain_text("Visible tests: 2 / 2", timeout=60_000)
+    page.get_by_role("link", name="Back to the exercise").click()
+    editor = page.get_by_label("Your code (Python)")
+    assert editor.input_value().startswith("# try one")  # a practice run is no submission: still the latest
     editor.fill("# try two\n" + RIGHT)
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.locator("#submit-error")).to_contain_text("send it again in")  # one a minute
