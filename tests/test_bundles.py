@@ -156,7 +156,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
         assert accepted.status_code == 303
         page = wait_for_check(client, accepted.location)
         assert "Published" in page and "violated" not in page
-        assert "mutant:backward_twice" in page and "full marks" in page
+        assert "mutant backward_twice" in page and "full marks" in page
         with db.transaction(published) as session:
             row = session.get(Exercise, "autograd-basics")
             assert row.version == 2 and row.upload_id is not None and row.max_score == 6
@@ -258,3 +258,19 @@ def test_a_check_lost_with_its_worker_ends_as_rejected_with_the_reason(published
         rows = {b.slug: b for b in session.scalars(select(Upload))}
     assert rows["autograd-basics"].status == "rejected" and "upload the bundle again" in rows["autograd-basics"].error
     assert rows["zero-grad"].status == "checking"  # still within its time
+
+
+def test_the_check_table_reads_in_korean(app):
+    from grader.catalog.check_table import CheckRow
+    from grader.web.check_rows import check_text
+
+    rows = [CheckRow("x", "solution", "full marks", "6/6 [graded]", True),
+            CheckRow("x", "bundle", ">= 1 visible and >= 1 hidden test", "2 visible, 3 hidden", True),
+            CheckRow("x", "mutant:wrong_power", "fails test_a, test_b", "fails nothing", False),
+            CheckRow("x", "bundle", "valid mutants/mutants.toml", "Expected '=' (at line 3)", False)]
+    with app.test_request_context(headers={"Accept-Language": "ko"}):
+        shown = [(check_text(r.subject), check_text(r.expected), check_text(r.actual)) for r in rows]
+    assert shown[0] == ("모범 답안", "만점", "6/6 [채점됨]")
+    assert shown[1][1:] == ("공개 테스트와 비공개 테스트가 각각 하나 이상", "공개 2개, 비공개 3개")
+    assert shown[2] == ("변형 답안 wrong_power", "실패: test_a, test_b", "실패: 없음")
+    assert shown[3][2] == "Expected '=' (at line 3)"  # the TOML parser's own words, as written
