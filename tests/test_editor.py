@@ -87,3 +87,16 @@ def test_the_editor_says_how_to_leave_it_and_submit_from_the_keyboard(ada):
     page = ada.get("/exercises/autograd-basics").get_data(as_text=True)
     assert "press Escape, then Tab" in page and "Ctrl+Enter" in page
     assert re.search(r'<textarea id="source"[^>]*aria-describedby="[^"]*editor-keys', page)
+
+
+def test_progress_counts_out_of_the_known_total_from_the_start(ada, database_url):
+    from tests.test_web import store_grade
+
+    first = submit(ada).location
+    assert "0 / ?" in ada.get(first).get_data(as_text=True)  # nothing graded yet: not known
+    store_grade(database_url, first.rsplit("/", 1)[1], GOOD)
+    second = submit(ada).location
+    page = ada.get(second).get_data(as_text=True)
+    assert '<span id="count">0 / 4</span>' in page and ada.get(second + "/status").get_json()["total"] == 4
+    run = practise_on_site(ada).location
+    assert ada.get(run + "/status").get_json()["total"] == 1  # the visible tests alone

@@ -57,13 +57,26 @@ def create(session: Session, *, user: User, exercise_slug: str, source: str | by
     notebook is stored as the Python graded, with the map of its lines to the cells."""
     text = check_source(source)
     exercise = published_exercise(session, exercise_slug)
-    submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version or exercise.version,
+    version = version or exercise.version
+    submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version,
                             assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
                             notebook=source.converted().cell_map() if isinstance(source, Notebook) else None,
-                            progress_done=0, progress_total=0, attempts=0, deadline=now() + QUEUE_DEADLINE)
+                            progress_done=0, progress_total=known_total(session, exercise.slug, version),
+                            attempts=0, deadline=now() + QUEUE_DEADLINE)
     session.add(submission)
     session.flush()
     return submission
+
+
+def known_total(session: Session, slug: str, version: int, *, visible_only: bool = False) -> int:
+    """How many tests a grade of this exercise version runs, as its latest grades showed
+    (0 before the first): progress reads "0 / 8" from the start, not "0 / ?"."""
+    reports = session.scalars(select(Submission.report).where(
+        Submission.exercise_slug == slug, Submission.exercise_version == version,
+        Submission.status == SubmissionStatus.GRADED).order_by(Submission.created_at.desc()).limit(5))
+    counts = [sum(1 for t in (report or {}).get("tests") or [] if t.get("visible") or not visible_only)
+              for report in reports]
+    return max(counts, default=0)
 
 
 def published_exercise(session: Session, slug: str) -> Exercise:

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
 from grader.db import now
-from grader.submissions import check_source, published_exercise
+from grader.submissions import check_source, known_total, published_exercise
 from grader.submissions.models import PENDING, PracticeRun, SubmissionStatus
 from grader.submissions.notebooks import Notebook
 from grader.tasks import queue_for, send_task
@@ -32,10 +32,12 @@ def start(session: Session, *, user: User, exercise_slug: str, source: str | byt
     it runs against the ``version`` the assignment pinned; SubmissionError as create()."""
     text = check_source(source)
     exercise = published_exercise(session, exercise_slug)
-    run = PracticeRun(user=user, exercise_slug=exercise.slug, exercise_version=version or exercise.version,
+    version = version or exercise.version
+    run = PracticeRun(user=user, exercise_slug=exercise.slug, exercise_version=version,
                       assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
                       notebook=source.converted().cell_map() if isinstance(source, Notebook) else None,
-                      progress_done=0, progress_total=0, deadline=now() + RUN_DEADLINE)
+                      progress_done=0, progress_total=known_total(session, exercise.slug, version, visible_only=True),
+                      deadline=now() + RUN_DEADLINE)
     session.add(run)
     session.flush()
     _forget_old(session, user, run)
