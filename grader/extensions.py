@@ -29,19 +29,27 @@ def get_db() -> AbstractContextManager[Session]:
     return db.transaction(current_app.config["DATABASE_URL"])
 
 
-def bearer() -> keys.Caller | None:
-    """The request's bearer key, verified once per request; None when there is none or it is
-    not valid. What the limits count against (a forged key counts against no one's)."""
+def verified_bearer() -> keys.Caller:
+    """The request's bearer key (``Authorization: Bearer <key>``), verified once per request
+    for the limits and the view alike; keys.KeyRefused when it is not valid."""
     if "bearer" not in g:
-        token = request.headers.get("Authorization", "").partition(" ")[2].strip()
-        g.bearer = None
-        if token:
-            try:
-                with get_db() as s:
-                    g.bearer = keys.verify(s, token)
-            except keys.KeyRefused:
-                pass
+        try:
+            with get_db() as s:
+                g.bearer = keys.verify(s, request.headers.get("Authorization", "").partition(" ")[2].strip())
+        except keys.KeyRefused as exc:
+            g.bearer = exc
+    if isinstance(g.bearer, keys.KeyRefused):
+        raise g.bearer
     return g.bearer
+
+
+def bearer() -> keys.Caller | None:
+    """verified_bearer, or None when the key is not valid: what the limits count against (a
+    forged key counts against no one's)."""
+    try:
+        return verified_bearer()
+    except keys.KeyRefused:
+        return None
 
 
 def submitter() -> str:

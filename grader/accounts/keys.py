@@ -94,21 +94,27 @@ def revoke(session: Session, prefix: str) -> ApiKey | None:
 # ------------------------------------------------------------------ personal tokens
 
 class TokenRefused(Exception):
-    """A personal token that cannot be made; the message says why, for the user's page."""
+    """A personal token that cannot be made; ``code`` says why (the page words it in the
+    reader's language), ``message`` in English."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
 
 
 def personal(session: Session, user_id: int, name: str) -> tuple[ApiKey, str]:
     """A new personal token of the user: it submits and reads their own work, nothing else."""
     name = " ".join(name.split())
     if not name:
-        raise TokenRefused("name the token (where you will use it, say \"laptop\" or \"Colab\")")
+        raise TokenRefused("token_unnamed", "name the token (where you will use it, say \"laptop\" or \"Colab\")")
     if len(name) > 100:
-        raise TokenRefused("a token's name is at most 100 characters")
+        raise TokenRefused("token_name_too_long", "a token's name is at most 100 characters")
     # The user's row is written first, so that two requests at once count one after the other
     # (a row lock in PostgreSQL, the database's write lock in SQLite), never both below the limit.
     session.execute(update(User).where(User.id == user_id).values(id=User.id))
     if len(personal_tokens(session, user_id)) >= PERSONAL_LIMIT:
-        raise TokenRefused(f"you have {PERSONAL_LIMIT} tokens already: revoke one you no longer use first")
+        raise TokenRefused("too_many_tokens",
+                           f"you have {PERSONAL_LIMIT} tokens already: revoke one you no longer use first")
     return create(session, PERSONAL_SCOPES, name=name, user_id=user_id)
 
 

@@ -37,15 +37,15 @@ def token_create():
         with get_db() as s:
             _row, token = keys.personal(s, g.user.id, request.form.get("name", ""))
     except keys.TokenRefused as exc:
-        return _page(error=_refusal(str(exc)), status=422)
+        return _page(error=_refusal(exc.code), status=422)
     return _page(new_token=token, status=201)
 
 
-def _refusal(message: str) -> str:
-    """keys.TokenRefused's message in the reader's language."""
-    if message.startswith("name the token"):
+def _refusal(code: str) -> str:
+    """keys.TokenRefused's reason in the reader's language."""
+    if code == "token_unnamed":
         return _('Name the token (where you will use it, say "laptop" or "Colab").')
-    if message.startswith("a token's name"):
+    if code == "token_name_too_long":
         return _("A token's name is at most 100 characters.")
     return _("You have %(n)d tokens already: revoke one you no longer use first.", n=keys.PERSONAL_LIMIT)
 
