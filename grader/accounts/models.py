@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, false as sa_false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from grader.db import Base, now
@@ -37,6 +37,9 @@ class User(Base):
     # Every signed-in session carries the version it began under; bumping it (sign-out, a
     # new password) ends them all, copied cookies included.
     session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Made by its owner through a course's invitation link: the e-mail is whatever they typed,
+    # never confirmed, so a roster line naming that address does not find this account.
+    self_registered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

@@ -61,6 +61,25 @@ class CourseMember(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
 
+class Invitation(Base):
+    """A link that makes whoever opens it (signed in, or signing up on the spot) a member of
+    a local course with ``role``. Only the token's hash is kept: the link is shown once."""
+
+    __tablename__ = "course_invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # the token's start, to tell links apart
+    role: Mapped[str] = mapped_column(String(20), default=MemberRole.STUDENT)  # student or ta
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    max_uses: Mapped[int | None] = mapped_column(Integer)  # None: any number until it expires
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 class CourseExercise(Base):
     """An exercise placed in a course. Staff of the course see what its members submit to it."""
 
