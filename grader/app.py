@@ -47,6 +47,7 @@ def create_app(config: dict | None = None) -> Flask:
         API_NEW_USERS_PER_HOUR=defaults.api_new_users_per_hour,
         LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,
         LOGIN_ADDRESS_LIMIT=defaults.login_address_limit,
+        SIGNUP_ADDRESS_LIMIT=defaults.signup_address_limit,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=defaults.session_hours),
         FRAME_ANCESTORS=defaults.frame_ancestors,
         RATELIMIT_STORAGE_URI=defaults.redis_url,

@@ -271,6 +271,35 @@ def course_create_command(title: str, code: str, time_zone: str, instructor_emai
     click.echo(course_id)
 
 
+@course_group.command("invite")
+@click.option("--course", "course_id", required=True, type=int)
+@click.option("--role", type=click.Choice(["student", "ta"]), default="student", show_default=True)
+@click.option("--days", type=int, default=14, show_default=True, help="How long the link lets people in.")
+@click.option("--uses", "max_uses", type=int, help="How many people it lets in at most (default: any number).")
+@click.option("--site", default="", help="The service's address, such as https://grader.example.edu, "
+                                          "to print the whole link.")
+def course_invite_command(course_id: int, role: str, days: int, max_uses: int | None, site: str) -> None:
+    """Make an invitation link to a local course; print it (it is shown only this once)."""
+    from grader import db
+    from grader.courses import invitations
+    from grader.courses.assignments import CourseError
+    from grader.courses.models import Course
+
+    try:
+        with db.transaction() as session:
+            course = session.get(Course, course_id) if 0 < course_id < 2**31 else None
+            if course is None:
+                raise click.ClickException(f"there is no course {course_id}")
+            row, token = invitations.create(session, course, role=role, days=days, max_uses=max_uses,
+                                            by="the command line")
+            expires = row.expires_at
+    except CourseError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"an invitation link to course {course_id} as {role}, until {expires:%Y-%m-%d %H:%M} UTC "
+               f"(shown only this once):", err=True)
+    click.echo(f"{site.rstrip('/')}/join/{token}")
+
+
 def _account(session, email: str):
     from sqlalchemy import func, select
 

@@ -47,6 +47,7 @@ class Settings:
     # over, even the right password waits.
     login_account_limit: str
     login_address_limit: str
+    signup_address_limit: str
     session_hours: float  # a signed-in session ends this long after the sign-in
     # Origins that may frame the student pages besides the registered platforms' own (an LMS
     # whose pages live elsewhere than its issuer, such as a hosted Canvas's school domain).
@@ -92,6 +93,8 @@ class Settings:
             api_new_users_per_hour=int(os.environ.get("GRADER_API_NEW_USERS_PER_HOUR", 200)),
             login_account_limit=os.environ.get("GRADER_LOGIN_ACCOUNT_LIMIT", "5 per minute; 20 per hour"),
             login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),
+            # accounts made through invitation links, per address (a classroom shares one)
+            signup_address_limit=os.environ.get("GRADER_SIGNUP_ADDRESS_LIMIT", "60 per hour; 300 per day"),
             session_hours=float(os.environ.get("GRADER_SESSION_HOURS", 12)),
             frame_ancestors=os.environ.get("GRADER_FRAME_ANCESTORS", ""),
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),

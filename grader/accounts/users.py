@@ -23,7 +23,12 @@ _NOBODY = generate_password_hash("not anybody's password")
 
 
 class AccountError(ValueError):
-    """An account that cannot be made as asked; the message says why."""
+    """An account that cannot be made as asked; the message says why, ``code`` what
+    (for a page to word it in its reader's language)."""
+
+    def __init__(self, message: str, code: str = "invalid_account"):
+        super().__init__(message)
+        self.code = code
 
 
 def normalise_email(email: str) -> str:
@@ -36,17 +41,31 @@ def create_user(session: Session, *, email: str, password: str, role: str = Role
     password shorter than MIN_PASSWORD characters."""
     email = normalise_email(email)
     if not _EMAIL.fullmatch(email) or len(email) > 320:
-        raise AccountError(f"{email!r} is not an email address")
+        raise AccountError(f"{email!r} is not an email address", "invalid_email")
     if role not in set(Role):
         raise AccountError(f"the role must be one of {', '.join(Role)}, not {role!r}")
     if len(password) < MIN_PASSWORD:
-        raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
+        raise AccountError(f"the password must be at least {MIN_PASSWORD} characters", "short_password")
     if session.scalar(select(User).where(func.lower(User.email) == email)) is not None:
-        raise AccountError(f"there is already an account for {email}")
+        raise AccountError(f"there is already an account for {email}", "email_taken")
     user = User(email=email, name=name.strip() or email.split("@")[0], role=role,
                 password_hash=generate_password_hash(password))
     session.add(user)
     session.flush()
+    return user
+
+
+def register(session: Session, *, email: str, name: str, password: str) -> User:
+    """A student's account made by its owner (through a course's invitation link). Its
+    e-mail address is whatever they typed, never confirmed: ``self_registered`` keeps a
+    roster line naming that address from finding it."""
+    name = " ".join((name or "").split())
+    if not name or len(name) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise AccountError("give your name, at most 200 printable characters", "invalid_name")
+    if len(password) > 1000:
+        raise AccountError("the password is at most 1000 characters", "long_password")
+    user = create_user(session, email=email, password=password, role=Role.STUDENT, name=name)
+    user.self_registered = True
     return user
 
 

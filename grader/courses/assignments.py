@@ -153,6 +153,14 @@ def import_roster(session: Session, course: Course, rows: list[dict], *, find_us
             problems.append(f"line {number}: the role must be one of {', '.join(MEMBER_ROLES)}, not {role[:40]!r}")
         else:
             wanted.append((who, name[:200], role))
+    if find_user is None:
+        # An address typed by whoever made the account (through an invitation link) proves
+        # nothing: naming it on a roster must not hand that account this course.
+        claimed = set(session.scalars(select(func.lower(User.email)).where(
+            User.self_registered.is_(True), func.lower(User.email).in_([who.lower() for who, _n, _r in wanted]))))
+        problems += [f"{who} has an account its owner made through an invitation link, with an address "
+                     f"never confirmed: invite them with a link instead" for who, _n, _r in wanted
+                     if who.lower() in claimed]
     if problems:
         raise CourseError("invalid_roster", "nothing was imported: " + "; ".join(problems[:20])
                           + (f"; and {len(problems) - 20} more" if len(problems) > 20 else ""))

@@ -32,6 +32,8 @@ _MASKS = (
     (re.compile(r"(?P<keep>[a-zA-Z][\w+.-]*://[^/\s:@]*:)[^@/\s]+@"), r"\g<keep>***@"),  # scheme://user:pw@
     (re.compile(r"(?P<keep>\b[Bb]earer\s+)[^\s\"',;]+"), r"\g<keep>***"),
     (re.compile(r"\bgk_[0-9a-f]{12}_[A-Za-z0-9_-]+"), "gk_***"),  # an API key (grader.accounts.keys)
+    # an invitation link (grader.courses.invitations): its first 8 characters tell it apart
+    (re.compile(r"(?P<keep>/join/[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+"), r"\g<keep>***"),
 )
 
 _grading: ContextVar[dict | None] = ContextVar("grading", default=None)
@@ -81,9 +83,26 @@ def _to_json(logger: logging.Logger) -> None:
         handler.setFormatter(JsonFormatter())
 
 
+class Masked(logging.Filter):
+    """Masks a record's message whatever the format: the access logs name URLs, and an
+    invitation link's URL is the invitation."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        masked = mask(text)
+        if masked != text:
+            record.msg, record.args = masked, None
+        return True
+
+
 def configure(log_format: str) -> None:
-    """For a web process: in JSON mode the root logger writes JSON lines to stderr at INFO,
-    and gunicorn's own loggers (errors, access) write JSON too."""
+    """For a web process: the access logs (gunicorn's, Werkzeug's) are masked; in JSON mode
+    the root logger writes JSON lines to stderr at INFO, and gunicorn's own loggers (errors,
+    access) write JSON too."""
+    for name in ("gunicorn.access", "werkzeug"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, Masked) for f in logger.filters):
+            logger.addFilter(Masked())
     if log_format != "json":
         return
     root = logging.getLogger()

@@ -149,6 +149,16 @@ def _failed(response) -> bool:
     return response.status_code == 401
 
 
+def sign_in(user: User) -> None:
+    """A fresh session for the user: nothing carried over but the language."""
+    lang = session.get("lang")
+    session.clear()
+    session["user_id"], session["v"], session["began"] = user.id, user.session_version, int(time.time())
+    session.permanent = True  # the cookie expires with the session's lifetime
+    if lang:
+        session["lang"] = lang
+
+
 @bp.route("/login", methods=("GET", "POST"))
 # Failed attempts count, per account (against guessing one password) and per address
 # (against trying one password on many accounts); once over, the right password waits too.
@@ -163,12 +173,7 @@ def login():
         if user is None:
             error = _("That email and password do not match an account.")
         else:
-            lang = session.get("lang")
-            session.clear()  # a fresh session on sign-in: nothing carried over but the language
-            session["user_id"], session["v"], session["began"] = user.id, user.session_version, int(time.time())
-            session.permanent = True  # the cookie expires with the session's lifetime
-            if lang:
-                session["lang"] = lang
+            sign_in(user)
             return redirect(_safe_next(request.args.get("next")))
     return render_template("login.html", error=error), 401 if error else 200
 

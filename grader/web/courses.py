@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from grader import submissions
 from grader.catalog.models import Exercise
-from grader.courses import access
+from grader.courses import access, invitations
 from grader.courses import assignments as courses
 from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
 from grader.courses import regrades
@@ -133,7 +133,8 @@ def course_page(course_id: int):
     return _course_page(course_id)
 
 
-def _course_page(course_id: int, *, error: str | None = None, notice: str | None = None, status: int = 200):
+def _course_page(course_id: int, *, error: str | None = None, notice: str | None = None,
+                 new_link: str | None = None, status: int = 200):
     with get_db() as s:
         course, role = _course(s, course_id)
         listed = []
@@ -142,9 +143,12 @@ def _course_page(course_id: int, *, error: str | None = None, notice: str | None
             standing = courses.standing(s, assignment, g.user) if role is not None else None
             listed.append((assignment, standing, _holds(standing, role)))
         members = courses.members(s, course) if _staff(role) else []
+        links = invitations.open_ones(s, course) \
+            if course.platform_id is None and (role == "instructor" or access.is_admin(g.user)) else []
         published = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
     return render_template("courses/course.html", course=course, role=role, staff=_staff(role), listed=listed,
                            members=members, published=published, error=error, notice=notice, shown=courses.shown,
+                           invitations=links, new_link=new_link,
                            time_left=time_left, why=why), status
 
 

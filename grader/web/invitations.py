@@ -1,0 +1,162 @@
+"""Invitation links on the site: an instructor makes and revokes them on the course page;
+whoever opens one joins the course, signed in already or with an account made there and
+then (grader.courses.invitations decides; this module words it)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import abort, current_app, g, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from sqlalchemy.exc import IntegrityError
+
+from grader.accounts import users
+from grader.courses import access, invitations
+from grader.accounts.models import User
+from grader.courses.assignments import CourseError, role_in
+from grader.extensions import get_db, limiter
+from grader.web import bp
+from grader.web.auth import login_required, sign_in
+from grader.web.courses import _course, _course_page
+
+log = logging.getLogger(__name__)
+
+GONE = ("invitation_revoked", "invitation_expired", "invitation_used_up")
+
+
+def refusal(exc: CourseError) -> str:
+    """An invitation's refusal in the reader's language."""
+    texts = {
+        "unknown_invitation": lambda: _("This invitation link is not one of this grader's. Check that it was "
+                                        "copied whole."),
+        "invitation_revoked": lambda: _("This invitation link was withdrawn by the course's instructor. Ask "
+                                        "them for a new one."),
+        "invitation_expired": lambda: _("This invitation link has expired. Ask the course's instructor for a "
+                                        "new one."),
+        "invitation_used_up": lambda: _("This invitation link has been used as many times as it allows. Ask "
+                                        "the course's instructor for a new one."),
+        "lms_course": lambda: _("An LMS course's members come from the LMS, not from invitation links."),
+        "invalid_invitation": lambda: _("A link is valid for 1 to %(days)d days and %(uses)d uses at most "
+                                        "(empty: any number), and makes a student or a TA.",
+                                        days=invitations.MAX_DAYS, uses=invitations.MAX_USES),
+        "too_many_invitations": lambda: _("The course has %(n)d open invitation links: revoke one you no longer "
+                                          "need first.", n=invitations.MAX_OPEN),
+    }
+    return texts.get(exc.code, lambda: exc.message)()
+
+
+def _instructor_of(s, course_id: int):
+    course, role = _course(s, course_id)
+    if role != "instructor" and not access.is_admin(g.user):
+        abort(403)
+    return course
+
+
+# ------------------------------------------------------------------ the instructor's side
+
+@bp.post("/courses/<int:course_id>/invitations")
+@login_required
+def invitation_create(course_id: int):
+    form = request.form
+    try:
+        with get_db() as s:
+            course = _instructor_of(s, course_id)
+            row, token = invitations.create(s, course, role=form.get("role"), days=form.get("days"),
+                                            max_uses=form.get("max_uses"), by=g.user.email or g.user.name)
+            prefix, role = row.prefix, row.role
+    except CourseError as exc:
+        return _course_page(course_id, error=refusal(exc), status=422)
+    log.info("invitation link %s… to course %s (%s) made by user %s", prefix, course_id, role, g.user.id)
+    link = url_for("web.join", token=token, _external=True)
+    return _course_page(course_id, new_link=link, status=201)
+
+
+@bp.post("/courses/<int:course_id>/invitations/<int:invitation_id>/revoke")
+@login_required
+def invitation_revoke(course_id: int, invitation_id: int):
+    try:
+        with get_db() as s:
+            invitations.revoke(s, _instructor_of(s, course_id), invitation_id)
+    except CourseError as exc:
+        return _course_page(course_id, error=refusal(exc), status=404)
+    log.info("invitation %s of course %s revoked by user %s", invitation_id, course_id, g.user.id)
+    return redirect(url_for("web.course_page", course_id=course_id, _anchor="invitations-heading"), code=303)
+
+
+# ------------------------------------------------------------------ the invitee's side
+
+def _page(token: str, *, error: str | None = None, form=None, status: int = 200):
+    """The invitation, or why it lets no one in (404 unknown, 410 no longer valid)."""
+    with get_db() as s:
+        try:
+            row, course = invitations.find(s, token)
+        except CourseError as exc:
+            return render_template("courses/join.html", refused=refusal(exc), token=token), \
+                410 if exc.code in GONE else 404
+        member_role = role_in(s, course, g.user) if g.user is not None else None
+        return render_template("courses/join.html", refused=None, course=course, role=row.role, token=token,
+                               member_role=member_role, error=error, form=form or {},
+                               min_password=users.MIN_PASSWORD), status
+
+
+@bp.get("/join/<token>")
+def join(token: str):
+    return _page(token)
+
+
+@bp.post("/join/<token>")
+@login_required
+def join_accept(token: str):
+    try:
+        with get_db() as s:
+            course, role, joined = invitations.accept(s, token, s.get(User, g.user.id))
+            course_id = course.id
+    except CourseError as exc:
+        return _page(token, error=refusal(exc), status=410 if exc.code in GONE else 404)
+    if joined:
+        log.info("user %s joined course %s as %s through an invitation link", g.user.id, course_id, role)
+    return redirect(url_for("web.course_page", course_id=course_id), code=303)
+
+
+def _signup_limit() -> str:
+    return current_app.config["SIGNUP_ADDRESS_LIMIT"]
+
+
+@bp.post("/join/<token>/account")
+# Every try counts, made or refused: a link must not let one address make accounts by the thousand.
+@limiter.limit(_signup_limit, key_func=lambda: "signup-address:" + (request.remote_addr or "-"))
+def join_signup(token: str):
+    form = request.form
+    kept = {"name": form.get("name", "")[:200], "email": form.get("email", "")[:320]}
+    password = form.get("password", "")
+    if password != form.get("password_again", ""):
+        return _page(token, error=_("The two passwords differ."), form=kept, status=422)
+    try:
+        with get_db() as s:
+            invitations.find(s, token)  # a dead link makes no account
+            user = users.register(s, email=kept["email"], name=kept["name"], password=password)
+            course, role, _joined = invitations.accept(s, token, user)
+            course_id, user_id = course.id, user.id
+    except CourseError as exc:
+        return _page(token, error=refusal(exc), status=410 if exc.code in GONE else 404)
+    except users.AccountError as exc:
+        return _page(token, error=_account_refusal(exc), form=kept, status=422)
+    except IntegrityError:  # the same address, made a moment ago by another request
+        return _page(token, error=_account_refusal(users.AccountError("", "email_taken")), form=kept, status=422)
+    with get_db() as s:
+        sign_in(s.get(User, user_id))
+    log.info("user %s made an account and joined course %s as %s through an invitation link", user_id,
+             course_id, role)
+    return redirect(url_for("web.course_page", course_id=course_id), code=303)
+
+
+def _account_refusal(exc: users.AccountError) -> str:
+    texts = {
+        "invalid_email": lambda: _("That is not an e-mail address."),
+        "short_password": lambda: _("The password must be at least %(n)d characters.", n=users.MIN_PASSWORD),
+        "long_password": lambda: _("The password is at most 1000 characters."),
+        "invalid_name": lambda: _("Give your name, at most 200 characters."),
+        "email_taken": lambda: _("There is already an account with this e-mail address: sign in to join "
+                                 "with it."),
+    }
+    return texts.get(exc.code, lambda: str(exc))()
