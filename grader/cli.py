@@ -311,6 +311,33 @@ def _account(session, email: str):
     return user
 
 
+@course_group.command("sync-roster")
+@click.option("--course", "course_id", required=True, type=int, help="The LMS course's id (as on its page).")
+def course_sync_roster_command(course_id: int) -> None:
+    """Read an LMS course's roster from the LMS now (Names and Role Provisioning Services):
+    members who never launched are added with their LMS roles, roles changed, members the
+    LMS no longer lists removed (their work stays). Prints what changed."""
+    from sqlalchemy.exc import IntegrityError
+
+    from grader import db
+    from grader.lti import roster
+    from grader.lti.tool import ServiceError
+    from grader.settings import settings
+
+    db.upgrade()
+    try:
+        result = roster.sync(course_id, timeout=settings().http_timeout_s)
+    except roster.NoRoster as exc:
+        raise click.ClickException(str(exc)) from None
+    except ServiceError as exc:
+        raise click.ClickException(f"the roster was not read, and stays as it was: "
+                                   f"{f'the LMS answered {exc.status}: ' if exc.status else ''}{exc.detail}") from None
+    except IntegrityError:
+        raise click.ClickException("a launch added the same user meanwhile, and the roster stays as it was: "
+                                   "run the command again") from None
+    click.echo(f"course {course_id}: {result}")
+
+
 @main.group("assignment")
 def assignment_group() -> None:
     """Assignments: an exercise in a course at a pinned version, with its due date and rules."""

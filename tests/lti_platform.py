@@ -5,9 +5,10 @@ It exposes what a real LMS does: its JWKS, an OIDC authorization endpoint that a
 the tool's login redirect with a signed launch form, an OAuth2 token endpoint, a line
 item scores endpoint (AGS) that records what it receives, the course's line item
 container (AGS: listed and added to by a tool holding the line item scope, as for a
-placement that came without a line item), and a deep linking return endpoint that
-validates the tool's response. Launches start at /start, as a click on a
-link in a course would.
+placement that came without a line item), a deep linking return endpoint that
+validates the tool's response, and the course's roster (NRPS: /memberships, the members a
+test sets, a page at a time with a Link rel="next" header). Launches start at /start, as
+a click on a link in a course would.
 
 Also: ``follow_forms`` drives an HTTP session through auto-submitting forms, the way a
 browser runs the platform's and the tool's form-post JavaScript.
@@ -36,13 +37,16 @@ from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request
 from lti1p3platform.exceptions import LineItemNotFoundException, LtiServiceException
+from lti1p3platform.membership import Context
 from lti1p3platform.score import UpdateScoreStatus
-from lti1p3platform.service_connector import AssignmentsGradesService
+from lti1p3platform.service_connector import AssignmentsGradesService, NamesRoleProvisioningService
 
 from tests.live import serve
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"
+MEMBERSHIPS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 _LAUNCH_FORM = Template(
     '<!doctype html><form id="launch" method="post" action="{{ launch_url }}">'
     '<input type="hidden" name="id_token" value="{{ id_token }}">'
@@ -67,6 +71,29 @@ class _Request(Request):
                 "json": flask_request.get_json(silent=True)}
 
 
+class _PagedRequest(_Request):
+    """The query as lti1p3platform's member paging can use it: it makes the next page
+    ``page + 1``, which fails on the string a query holds (so the page is a number here),
+    and it pages only when the tool asked for a limit (so the platform's page size stands
+    in for one)."""
+
+    def __init__(self, flask_request, page_size: int):
+        self.page_size = page_size
+        super().__init__(flask_request)
+
+    def build_metadata(self, flask_request):
+        metadata = super().build_metadata(flask_request)
+        query = metadata["get_data"]
+        query["page"] = int(query.get("page") or 1)
+        query.setdefault("limit", str(self.page_size))
+        return metadata
+
+
+def member(user: str, roles: list[str], name: str = "", status: str = "Active") -> dict:
+    """One member of the course's roster, as NRPS lists one."""
+    return {"user_id": user, "roles": roles, "status": status, **({"name": name} if name else {})}
+
+
 @dataclass
 class Pending:
     """A launch a user started by clicking a link in the course."""
@@ -83,6 +110,7 @@ class Pending:
     sign_with: str | None = None  # a private key other than the platform's, same kid
     context: str | None = "course-1"  # the course (LTI context) launched from; None: no context claim
     return_url: str | None = None  # deep linking: another return URL than the platform's own
+    nrps: bool = False  # the launch names the course's roster (NRPS claim)
     # the signed id token rewritten (tamper(token, platform) -> token), e.g. a malformed one
     tamper: Callable[[str, "Platform"], str] | None = None
 
@@ -102,6 +130,11 @@ class Platform:
         self.token_requests = 0
         self.jwks_requests = 0
         self.fail_scores = 0  # answer this many score posts with 503 first
+        self.roster: list[dict] = []  # the course's members (member()), as /memberships lists them
+        self.roster_page_size = 50
+        self.memberships_requests: list[dict] = []  # the query of each GET, as sent
+        self.memberships_answers: dict[int, tuple[int, str]] = {}  # page -> (status, body) sent instead
+        self.next_page_origin: str | None = None  # a next page's link names this origin instead
         self._lock = threading.Lock()
         self.app = self._make_app()
 
@@ -181,6 +214,8 @@ class Platform:
                                      allow_creating_lineitems=False)
                     else:  # no line item; the lineitem scope lets the tool make one
                         self.set_ags(f"{platform.url}/lineitems", allow_creating_lineitems=True)
+                if pending.nrps and pending.context:
+                    self.set_nrps(f"{platform.url}/memberships")
                 if pending.deployment_id:
                     self.set_extra_claims({"https://purl.imsglobal.org/spec/lti/claim/deployment_id":
                                            pending.deployment_id})
@@ -242,6 +277,17 @@ class Platform:
                     platform.scores.append({**score, "lineitem": line_item_id})
                 return UpdateScoreStatus.SUCCESS
 
+        class Members(NamesRoleProvisioningService):
+            def get_member_data_page(self, page=1, limit=None, role=None, since=None, **query):
+                size = int(limit)
+                with platform._lock:
+                    everyone = [dict(m) for m in platform.roster]
+                start = (page - 1) * size
+                return {"content": everyone[start:start + size], "has_next": start + size < len(everyone)}
+
+            def get_context_by_id(self):
+                return Context(id="course-1", label="COURSE-1", title="Deep learning (course-1)")
+
         @app.get("/jwks")
         def jwks():
             platform.jwks_requests += 1
@@ -302,6 +348,34 @@ class Platform:
                 return jsonify(message=result.message), result.code
             body = result.result["content"] if request.method == "GET" else result.result
             return jsonify(body), result.code, {"Content-Type": result.media_type}
+
+        @app.get("/memberships")
+        def memberships():
+            with platform._lock:
+                platform.memberships_requests.append(request.args.to_dict())
+            page = int(request.args.get("page") or 1)
+            if page in platform.memberships_answers:
+                status, body = platform.memberships_answers[page]
+                return body, status, {"Content-Type": MEMBERSHIPS}
+            config = platform.config()
+            config.get_registration()
+            service = Members(_PagedRequest(request, platform.roster_page_size), config, f"{platform.url}/memberships")
+            try:  # the library checks the bearer token and its scope
+                result = service.handle_resp(service.handle_get_members)
+            except Exception as exc:  # noqa: BLE001 - it raises on a token it cannot decode
+                platform.errors.append(f"memberships: {exc!r}")
+                return jsonify(message=repr(exc)), 401
+            if result.code >= 400:
+                platform.errors.append(f"memberships: {result.code} {result.message}")
+                return jsonify(message=result.message), result.code
+            body = dict(result.result)
+            following = body.pop("next", None)  # NRPS 2.0 names the next page in a Link header
+            headers = {"Content-Type": result.media_type}
+            if following:
+                if platform.next_page_origin:
+                    following = platform.next_page_origin + following[len(platform.url):]
+                headers["Link"] = f'<{following}>; rel="next"'
+            return jsonify(body), 200, headers
 
         @app.post("/deep_link_return")
         def deep_link_return():

@@ -1,5 +1,6 @@
 """What the LTI tool stores: its own key pairs, the platforms (LMSs) it trusts, which
-exercise each LMS link opens, and where each student's score goes."""
+exercise each LMS link opens, where each student's score goes, and where each LMS
+course's roster is read."""
 
 from __future__ import annotations
 
@@ -91,17 +92,39 @@ class LtiGradeTarget(Base):
 
 
 class LtiScorePost(Base):
-    """One attempt at publishing a score: what was sent and what the platform said."""
+    """One attempt at publishing a score: what was sent and what the platform said.
+    ``submission_id`` is the grade it went with; None: a score set by hand for a student
+    with no grade."""
 
     __tablename__ = "lti_score_posts"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     target_id: Mapped[int] = mapped_column(ForeignKey("lti_grade_targets.id", ondelete="CASCADE"), index=True)
-    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    submission_id: Mapped[str | None] = mapped_column(ForeignKey("submissions.id"), index=True)
     score_given: Mapped[float | None] = mapped_column(Float)
     score_maximum: Mapped[float | None] = mapped_column(Float)
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     outcome: Mapped[str] = mapped_column(String(20))  # sent, stale, error
     status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class LtiRoster(Base):
+    """An LMS course's roster service (NRPS): the memberships URL its launches name, and
+    what the last sync did. A sync that failed keeps the last good one's time and counts
+    beside its error."""
+
+    __tablename__ = "lti_rosters"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"), unique=True)
+    memberships_url: Mapped[str] = mapped_column(String(2000))
+    requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # by a launch, automatically
+    synced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # the last good sync ended
+    added: Mapped[int] = mapped_column(Integer, default=0)
+    changed: Mapped[int] = mapped_column(Integer, default=0)  # roles changed
+    removed: Mapped[int] = mapped_column(Integer, default=0)
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # None once a sync succeeds
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)

@@ -114,6 +114,13 @@ def returns_to(platform: Platform, url: str | None) -> bool:
     return False
 
 
+def service_url_ok(url: str | None) -> bool:
+    """Whether a service URL a launch names (a course's roster) may be kept to call later:
+    https (http where allowed), no user info, at most 2000 characters. The outbound client
+    checks where it points at each call."""
+    return bool(url) and len(url) <= 2000 and _url_ok(url, settings().lti_allow_http)
+
+
 def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -127,6 +134,20 @@ def by_issuer(session: Session, issuer: str) -> list[Platform]:
         return []
     rows = session.scalars(select(LtiPlatform).where(LtiPlatform.issuer == issuer)).all()
     return [as_platform(row) for row in rows]
+
+
+def lms_user_id(platform_id: int, sub: str) -> str:
+    """An LMS user's key: its platform registration's id, never an issuer string (which
+    anyone registering a platform could name again)."""
+    return f"lti:{platform_id}|{sub}"
+
+
+def lms_user(external_id: str | None) -> tuple[int, str] | None:
+    """(platform registration id, sub) of a user key lms_user_id made; None for any other."""
+    head, bar, sub = (external_id or "").partition("|")
+    if not bar or not head.startswith("lti:") or not head[4:].isdigit() or not sub:
+        return None
+    return int(head[4:]), sub
 
 
 def as_platform(row: LtiPlatform) -> Platform:

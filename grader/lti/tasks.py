@@ -1,10 +1,12 @@
-"""Assignment and Grade Services: publish a student's score to an LMS line item.
+"""Assignment and Grade Services: publish a student's score to an LMS line item; and
+Names and Role Provisioning Services: sync an LMS course's roster (grader.lti.roster).
 
 Never inside a web request: its listener enqueues it after each grade (submissions.notify). For an
 assignment's line item the score is the one that counts under its rules (late penalty, best or
 latest, an override); otherwise the student's best on the exercise (GRADER_LTI_SCORE_POLICY=latest: the newest),
 stamped with the grade's finish time, so a delivery arriving late carries an older
-timestamp than a newer score and the platform keeps the newer one.
+timestamp than a newer score and the platform keeps the newer one. A score set by hand for
+a student with no grade goes on its own, stamped with when it was set.
 
 A target recorded from a placement without a line item (only the context's container)
 gets its line item here, once: the resource link's, found in the container or created
@@ -15,17 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import redis as redis_py
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from grader import db
+from grader.accounts.models import User
+from grader.catalog.models import Exercise
 from grader.courses import assignments
-from grader.courses.models import Assignment
-from grader.lti import keys
+from grader.courses.models import Assignment, ScoreOverride
+from grader.lti import keys, roster
 from grader.lti.models import LtiGradeTarget, LtiScorePost
-from grader.lti.platforms import as_platform
+from grader.lti.platforms import as_platform, lms_user
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
 from grader.ops import metrics
 from grader.settings import settings
@@ -36,6 +42,8 @@ from grader.tasks import backoff, celery
 log = logging.getLogger(__name__)
 
 PUBLISH_SCORE_TASK = "grader.lti.publish_score"
+PUBLISH_STANDING_TASK = "grader.lti.publish_standing"
+SYNC_ROSTER_TASK = roster.SYNC_ROSTER_TASK
 MAX_TRIES = 8
 GIVE_UP = range(400, 500)  # the platform refuses the request itself: trying again changes nothing
 TRY_AGAIN = (408, 425, 429)
@@ -59,16 +67,55 @@ def score_targets(session, row: Submission) -> list[tuple[str, list]]:
 def standing_targets(session, assignment_id: int, user_id: int, at: str) -> list[tuple[str, list]]:
     """A score set by hand or an extension changes what counts: the assignment's line items
     get it, stamped with when it changed (a newer score than the last grade's). Sent with
-    the student's latest grade, whose record it is kept with; a student with no grade yet
-    has nothing sent."""
+    the student's latest grade, whose record it is kept with.
+
+    A student with no grade has a score set by hand sent on its own: to their line items,
+    or, never having launched the assignment (a member from the roster), to the line items
+    the launches of others made for it on the student's platform. Neither grade nor such a
+    score (an extension alone): nothing to send."""
     latest = session.scalar(select(Submission.id).where(
         Submission.assignment_id == assignment_id, Submission.user_id == user_id,
         Submission.status == SubmissionStatus.GRADED).order_by(Submission.finished_at.desc()).limit(1))
-    if latest is None:
+    targets = list(session.scalars(select(LtiGradeTarget.id).where(
+        LtiGradeTarget.user_id == user_id, LtiGradeTarget.assignment_id == assignment_id)))
+    if latest is not None:
+        return [(PUBLISH_SCORE_TASK, [latest, target_id, at]) for target_id in targets]
+    if session.scalar(select(ScoreOverride.id).where(ScoreOverride.assignment_id == assignment_id,
+                                                     ScoreOverride.user_id == user_id)) is None:
         return []
-    targets = session.scalars(select(LtiGradeTarget.id).where(
-        LtiGradeTarget.user_id == user_id, LtiGradeTarget.assignment_id == assignment_id))
-    return [(PUBLISH_SCORE_TASK, [latest, target_id, at]) for target_id in targets]
+    targets = targets or _derived_targets(session, assignment_id, user_id)
+    return [(PUBLISH_STANDING_TASK, [target_id, at]) for target_id in targets]
+
+
+def _derived_targets(session, assignment_id: int, user_id: int) -> list[int]:
+    """Targets made for a student of a platform who never launched the assignment, after
+    those others' launches made: the same line item (or, for a placement whose line item
+    is found later, the same link), for the student's LMS user id (their key's sub)."""
+    user = session.get(User, user_id)
+    known = lms_user(user.external_id if user is not None else None)
+    if known is None:
+        return []  # a local user: no LMS knows them
+    platform_id, sub = known
+    others = session.scalars(select(LtiGradeTarget).where(
+        LtiGradeTarget.assignment_id == assignment_id, LtiGradeTarget.platform_id == platform_id,
+        LtiGradeTarget.user_id != user_id)).all()
+    made, seen = [], set()
+    for other in sorted(others, key=lambda t: (t.lineitem_url is None, t.id)):  # known line items first
+        link = ("link", other.lineitems_url, other.resource_link_id)
+        if ("item", other.lineitem_url) in seen or link in seen:
+            continue
+        seen |= {("item", other.lineitem_url), link} if other.lineitem_url else {link}
+        target = LtiGradeTarget(user_id=user_id, exercise_slug=other.exercise_slug, assignment_id=assignment_id,
+                                platform_id=platform_id, lineitem_url=other.lineitem_url,
+                                lineitems_url=other.lineitems_url, resource_link_id=other.resource_link_id,
+                                lti_user_id=sub, scopes=list(other.scopes or ()))
+        try:
+            with session.begin_nested():
+                session.add(target)
+        except IntegrityError:
+            continue  # the student has that line item's target already (another task made it)
+        made.append(target.id)
+    return made
 
 
 def _score(session, row: Submission, policy: str) -> float:
@@ -84,6 +131,38 @@ def _score(session, row: Submission, policy: str) -> float:
     return float(max(best or 0, row.score or 0))
 
 
+@dataclass(frozen=True)
+class _Outgoing:
+    """One score to send, as the database had it before any call to the platform."""
+
+    target_id: int
+    submission_id: str | None  # the grade it is kept with; None: a score set by hand, no grade
+    platform: Platform
+    key: KeyPair
+    lineitem: str | None
+    user_id: str  # the platform's
+    score: float
+    maximum: float
+    timestamp: datetime
+    wanted: dict | None  # what the line item is made with, should the link have none yet
+
+    @property
+    def what(self) -> str:  # for the log
+        return self.submission_id or f"the score set by hand of target {self.target_id}"
+
+
+def _key(session) -> KeyPair:
+    row = keys.current(session)
+    return KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
+
+
+def _wanted(target: LtiGradeTarget, exercise: Exercise) -> dict | None:
+    return None if target.lineitem_url else dict(
+        lineitems_url=target.lineitems_url, resource_link_id=target.resource_link_id,
+        label=exercise.title.get("en") or exercise.slug, score_maximum=float(exercise.max_score),
+        resource_id=exercise.slug, tag=f"grader:{exercise.slug}")
+
+
 @celery.task(name=PUBLISH_SCORE_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
 def publish_score(self, submission_id: str, target_id: int, changed_at: str | None = None) -> str:
     config = settings()
@@ -97,55 +176,106 @@ def publish_score(self, submission_id: str, target_id: int, changed_at: str | No
                 Submission.user_id == row.user_id, Submission.exercise_slug == row.exercise_slug,
                 Submission.status == "graded", Submission.finished_at > row.finished_at)):
             return "superseded"  # a newer grade's own task sends the latest score
-        platform = as_platform(target.platform)
-        key_row = keys.current(session)
-        key = KeyPair(kid=key_row.kid, private_pem=key_row.private_pem, public_pem=key_row.public_pem)
-        score = _score(session, row, config.lti_score_policy)
-        maximum = float(row.max_score or row.exercise.max_score or 0)
-        lineitem, user_id, finished = target.lineitem_url, target.lti_user_id, row.finished_at
+        finished = row.finished_at
         if changed_at:  # what counts changed after the grade (an override, an extension): newer than it
             finished = max(finished, datetime.fromisoformat(changed_at), key=_aware_utc)
-        # What the line item is made with, should the link have none yet.
-        wanted = None if lineitem else dict(
-            lineitems_url=target.lineitems_url, resource_link_id=target.resource_link_id,
-            label=row.exercise.title.get("en") or row.exercise_slug, score_maximum=float(row.exercise.max_score),
-            resource_id=row.exercise_slug, tag=f"grader:{row.exercise_slug}")
-    attempt = self.request.retries + 1
-    step = "line item"
+        out = _Outgoing(target_id=target_id, submission_id=submission_id, platform=as_platform(target.platform),
+                        key=_key(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
+                        score=_score(session, row, config.lti_score_policy),
+                        maximum=float(row.max_score or row.exercise.max_score or 0), timestamp=finished,
+                        wanted=_wanted(target, row.exercise))
+    return _deliver(self, out, config)
+
+
+@celery.task(name=PUBLISH_STANDING_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
+def publish_standing(self, target_id: int, changed_at: str | None = None) -> str:
+    """The score that counts for a student with no grade (a score set by hand) to the
+    target's line item, stamped with when it was set: a grade finished later is newer and
+    the platform keeps that one."""
+    config = settings()
+    with db.transaction() as session:
+        target = session.get(LtiGradeTarget, target_id)
+        assignment = session.get(Assignment, target.assignment_id) if target and target.assignment_id else None
+        if assignment is None:
+            return "missing"
+        standing = assignments.standing(session, assignment, session.get(User, target.user_id))
+        if standing.override is None or standing.counted.score is None:
+            return "missing"  # nothing set by hand (any more): nothing to send
+        exercise = session.get(Exercise, assignment.exercise_slug)
+        out = _Outgoing(target_id=target_id, submission_id=None, platform=as_platform(target.platform),
+                        key=_key(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
+                        score=float(standing.counted.score), maximum=float(exercise.max_score or 0),
+                        timestamp=_aware_utc(standing.override.set_at), wanted=_wanted(target, exercise))
+    return _deliver(self, out, config)
+
+
+def _deliver(task, out: _Outgoing, config) -> str:
+    """Send ``out`` (finding its line item first where the target has none), record the
+    attempt, and say how it went; a failure the platform may get over is tried again."""
+    attempt = task.request.retries + 1
+    step, lineitem = "line item", out.lineitem
     try:
         if lineitem is None:
-            lineitem = _lineitem(target_id, platform, key, wanted, config)
+            lineitem = _lineitem(out.target_id, out.platform, out.key, out.wanted, config)
             if lineitem is None:
                 return "missing"  # the target was deleted meanwhile (or as a duplicate)
         step = "score"
-        status = post_score(platform, key, lineitem_url=lineitem, user_id=user_id, score=score,
-                            maximum=maximum, timestamp=finished, timeout=config.http_timeout_s)
+        status = post_score(out.platform, out.key, lineitem_url=lineitem, user_id=out.user_id, score=out.score,
+                            maximum=out.maximum, timestamp=out.timestamp, timeout=config.http_timeout_s)
     except ServiceError as exc:
         # 409 to a score: the platform holds a newer one, ours is late, and that is fine
         stale = step == "score" and exc.status == 409
-        _record(target_id, submission_id, score, maximum, attempt, "stale" if stale else "error", exc.status,
-                None if stale else exc.detail if step == "score" else f"line item: {exc.detail}")
+        _record(out.target_id, out.submission_id, out.score, out.maximum, attempt, "stale" if stale else "error",
+                exc.status, None if stale else exc.detail if step == "score" else f"line item: {exc.detail}")
         if stale:
             metrics.LTI_SCORE_POSTS.labels("stale").inc()
             return "stale"
         if exc.status in GIVE_UP and exc.status not in TRY_AGAIN:
-            log.error("LTI %s of %s refused by %s (%s); not retrying", step, submission_id, platform.issuer,
+            log.error("LTI %s of %s refused by %s (%s); not retrying", step, out.what, out.platform.issuer,
                       exc.status)
             metrics.LTI_SCORE_POSTS.labels("refused").inc()
             return "refused"
-        if self.request.retries >= MAX_TRIES:
-            log.error("LTI score of %s not delivered to %s after %d tries", submission_id, platform.issuer,
+        if task.request.retries >= MAX_TRIES:
+            log.error("LTI score of %s not delivered to %s after %d tries", out.what, out.platform.issuer,
                       attempt)
             metrics.LTI_SCORE_POSTS.labels("gave_up").inc()
             return "gave_up"
         metrics.LTI_SCORE_POSTS.labels("retrying").inc()
-        log.warning("LTI %s of %s to %s failed (%s); trying again", step, submission_id, platform.issuer,
+        log.warning("LTI %s of %s to %s failed (%s); trying again", step, out.what, out.platform.issuer,
                     exc.status or "unreachable")
-        raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))
-    _record(target_id, submission_id, score, maximum, attempt, "sent", status, None)
+        raise task.retry(countdown=backoff(task.request.retries, config.retry_base_s))
+    _record(out.target_id, out.submission_id, out.score, out.maximum, attempt, "sent", status, None)
     metrics.LTI_SCORE_POSTS.labels("sent").inc()
-    log.info("LTI score %g/%g of %s sent to %s", score, maximum, submission_id, platform.issuer)
+    log.info("LTI score %g/%g of %s sent to %s", out.score, out.maximum, out.what, out.platform.issuer)
     return "sent"
+
+
+@celery.task(name=SYNC_ROSTER_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
+def sync_roster(self, course_id: int) -> str:
+    """Read an LMS course's roster and apply it (grader.lti.roster). An LMS failing is
+    tried again with backoff, one refusing the request itself (4xx) is not; either way the
+    course page shows the error."""
+    config = settings()
+    try:
+        result = roster.sync(course_id, timeout=config.http_timeout_s)
+    except roster.NoRoster:
+        return "missing"
+    except (ServiceError, IntegrityError) as exc:
+        status = getattr(exc, "status", None)
+        if status in GIVE_UP and status not in TRY_AGAIN:
+            log.error("LTI roster of course %s refused by its LMS (%s); not retrying", course_id, status)
+            metrics.LTI_ROSTER_SYNCS.labels("refused").inc()
+            return "refused"
+        if self.request.retries >= MAX_TRIES:
+            log.error("LTI roster of course %s not read after %d tries", course_id, self.request.retries + 1)
+            metrics.LTI_ROSTER_SYNCS.labels("gave_up").inc()
+            return "gave_up"
+        metrics.LTI_ROSTER_SYNCS.labels("retrying").inc()
+        log.warning("LTI roster of course %s failed (%s); trying again", course_id, status or exc)
+        raise self.retry(countdown=backoff(self.request.retries, config.retry_base_s))
+    metrics.LTI_ROSTER_SYNCS.labels("synced").inc()
+    log.info("LTI roster of course %s synced: %s", course_id, result)
+    return "synced"
 
 
 def _lineitem(target_id: int, platform: Platform, key: KeyPair, wanted: dict, config) -> str | None:
@@ -213,7 +343,6 @@ def _store_lineitem(target_id: int, url: str) -> bool:
             return False
         target.lineitem_url = url
         return True
-
 
 
 def _aware_utc(moment: datetime) -> datetime:

@@ -3,8 +3,8 @@ pylti1p3, so that replacing the library means rewriting this file and nothing el
 
 What it offers: ``Tool.login()`` (OIDC login initiation), ``Tool.launch()`` (a validated
 launch: its shape (claims.py), state, nonce, signature through the platform's JWKS
-(cached, jwks.py), expiry, registration, deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``
-and ``post_score()``.
+(cached, jwks.py), expiry, registration, deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``,
+``post_score()`` and ``fetch_members()`` (a course's roster, NRPS).
 Nonces, states and launch data live in Redis.
 """
 
@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import jwt
 import redis as redis_py
@@ -31,6 +31,7 @@ from pylti1p3.deployment import Deployment
 from pylti1p3.exception import LtiException, LtiServiceException, OIDCException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
+from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.registration import Registration
 from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.tool_config.abstract import ToolConfAbstract
@@ -46,6 +47,14 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+MEMBERSHIPS = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+# A roster read stops here with an error rather than holding a worker (or the memory of
+# one) for ever: far above any course's, a platform sending more is broken or hostile.
+MAX_MEMBER_PAGES = 200
+MAX_MEMBERS = 50_000
+MAX_PAGE_BYTES = 8 * 1024 * 1024
 LAUNCH_DATA_SECONDS = 3600  # how long a login's nonce and a launch's data are kept
 USED_NONCE_SECONDS = 86400  # how long a used nonce is remembered (longer than any token lives)
 
@@ -134,6 +143,7 @@ class Launch:
     context_title: str = ""
     context_label: str = ""
     deep_link_return_url: str | None = None
+    memberships_url: str | None = None  # the context's roster (NRPS), where the platform offers one
 
 
 @dataclass(frozen=True)
@@ -336,6 +346,7 @@ class Tool:
             context_id=context.get("id") or None, context_title=context.get("title") or "",
             context_label=context.get("label") or "",
             deep_link_return_url=_text(deep_linking, "deep_link_return_url"),
+            memberships_url=_text(body.get(NRPS_CLAIM), "context_memberships_url"),
         )
 
     def deep_link_response(self, launch_id: str, items: list[LinkItem]) -> tuple[str, str, Platform]:
@@ -432,3 +443,117 @@ def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: 
     except (LtiException, requests.RequestException, KeyError, ValueError) as exc:
         raise _service_error(exc) from None
     return 200
+
+
+# ------------------------------------------------------------------ a course's roster (NRPS)
+
+@dataclass(frozen=True)
+class Member:
+    """One member of a course as its platform lists it: ``user_id`` is the ``sub`` of the
+    member's launches; ``status`` Active, Inactive or Deleted."""
+
+    user_id: str
+    name: str
+    roles: tuple[str, ...]
+    status: str
+
+
+class _CappedSession(_Session):
+    """The outbound client reading at most ``limit`` bytes of any answer."""
+
+    def __init__(self, timeout: float, limit: int):
+        super().__init__(timeout)
+        self.limit = limit
+
+    def request(self, method, url, *args, **kwargs):
+        kwargs["stream"] = True
+        response = super().request(method, url, *args, **kwargs)
+        try:
+            body = response.raw.read(self.limit + 1, decode_content=True)
+        finally:
+            response.close()
+        if len(body) > self.limit:
+            raise ServiceError(None, f"{url[:300]} answered more than {self.limit} bytes")
+        response._content = body  # what .content, .text and .json() read
+        return response
+
+
+class _Memberships(NamesRolesProvisioningService):
+    """The library's service, reading the next page from the Link header as sent: the
+    library lower-cases the header before taking the URL out of it, and a page token may
+    well hold capitals."""
+
+    def get_members_page(self, members_url=None):
+        url = members_url or self._service_data["context_memberships_url"]
+        data = self._service_connector.make_service_request([NRPS_SCOPE], url, accept=MEMBERSHIPS,
+                                                            case_insensitive_headers=True)
+        following = [link.get("url", "") for link in requests.utils.parse_header_links(
+            data["headers"].get("Link", "")) if link.get("rel", "").lower() == "next"]
+        return data["body"], urljoin(url, following[0]) if following and following[0] else None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+def _members(body, url: str) -> list[Member]:
+    """A page's members, or ServiceError when the page is not a membership container."""
+    def malformed(what: str) -> ServiceError:
+        return ServiceError(None, f"the roster page {url[:300]} is malformed: {what}")
+
+    if not isinstance(body, dict) or not isinstance(body.get("members"), list):
+        raise malformed('not an object with a list of "members"')
+    found = []
+    for entry in body["members"]:
+        if not isinstance(entry, dict):
+            raise malformed("a member is not an object")
+        user_id, roles = entry.get("user_id"), entry.get("roles", [])
+        if not isinstance(user_id, str) or not 0 < len(user_id) <= 255 or any(ord(c) < 32 for c in user_id):
+            raise malformed("a member's user_id is not 1 to 255 printable characters")
+        if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
+            raise malformed(f"the roles of member {user_id!r} are not a list of strings")
+        status = entry.get("status") or "Active"  # the specification's default
+        name = entry.get("name") or " ".join(
+            part for part in (entry.get("given_name"), entry.get("family_name")) if isinstance(part, str) and part)
+        if not isinstance(status, str) or not isinstance(name, str):
+            raise malformed(f"the status or name of member {user_id!r} is not a string")
+        found.append(Member(user_id=user_id, name=name, roles=tuple(roles), status=status))
+    return found
+
+
+def fetch_members(platform: Platform, key: KeyPair, *, memberships_url: str, timeout: float = 10,
+                  max_pages: int = MAX_MEMBER_PAGES, max_members: int = MAX_MEMBERS) -> list[Member]:
+    """Every member of a course (NRPS), page after page (Link rel="next"), with one
+    client-credentials token. ServiceError when a page fails or is malformed, when a next
+    page is on another origin than ``memberships_url`` (the token would go with it), or
+    when there are more than ``max_pages`` pages or ``max_members`` members."""
+    registration = _ToolConf(lambda iss: [platform], key).registration(platform)
+    service = _Memberships(ServiceConnector(registration, _CappedSession(timeout, MAX_PAGE_BYTES)),
+                           {"context_memberships_url": memberships_url})
+    found: list[Member] = []
+    url, seen = memberships_url, set()
+    while url:
+        if _origin(url) != _origin(memberships_url):
+            raise ServiceError(None, f"the roster's next page {url[:300]} is not on the memberships URL's "
+                                     f"origin; not followed")
+        if url in seen:
+            raise ServiceError(None, f"the roster's pages lead back to {url[:300]}")
+        if len(seen) >= max_pages:
+            raise ServiceError(None, f"the roster has more than {max_pages} pages; not read")
+        seen.add(url)
+        try:
+            body, following = service.get_members_page(url)
+        except requests.exceptions.JSONDecodeError:
+            raise ServiceError(None, f"the roster page {url[:300]} is not JSON") from None
+        except (LtiException, requests.RequestException, KeyError, ValueError) as exc:
+            raise _service_error(exc) from None
+        found += _members(body, url)
+        if len(found) > max_members:
+            raise ServiceError(None, f"the roster has more than {max_members} members; not read")
+        url = following
+    return found

@@ -1,11 +1,11 @@
-"""The LTI endpoints (/lti/login, /lti/launch, /lti/jwks, /lti/config), deep linking, and
-the instructor pages for platforms and deliveries."""
+"""The LTI endpoints (/lti/login, /lti/launch, /lti/jwks, /lti/config), deep linking, the
+course roster's sync button, and the instructor pages for platforms and deliveries."""
 
 from __future__ import annotations
 
 import logging
 
-from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
+from flask import (Blueprint, abort, current_app, g, jsonify, redirect, render_template, request, session,
                    url_for)
 from flask_babel import gettext as _
 from sqlalchemy import func, select
@@ -16,12 +16,13 @@ from grader.catalog.models import Exercise
 from grader.courses import access, members
 from grader.courses.models import STAFF_ROLES, Assignment, Course
 from grader.extensions import get_db
-from grader.lti import keys, platforms, roles
+from grader.lti import keys, platforms, roles, roster
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
-from grader.lti.tool import (LINEITEM_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError, LinkItem,
-                              Tool)
+from grader.lti.tool import (LINEITEM_SCOPE, NRPS_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError,
+                              LinkItem, Tool)
 from grader.settings import settings
 from grader.web.auth import admin_required, login_required, platform_registrar_required
+from grader.web.courses import _course as _course_and_role, _course_page
 from grader.webhooks import Webhook, WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,13 @@ def launch():
                                   "not its own (https, on the LMS's host)."))
     try:
         try:
-            user_id, slug, assignment_id, course_id = _record(data, role)
+            user_id, slug, assignment_id, course_id, roster_due = _record(data, role)
         except IntegrityError:  # a concurrent first launch made the same rows: look again
-            user_id, slug, assignment_id, course_id = _record(data, role)
+            user_id, slug, assignment_id, course_id, roster_due = _record(data, role)
     except submissions.SubmissionError as exc:
         return _problem("invalid_launch", exc.message, message=_("The LMS sent no usable user id."))
+    if roster_due:  # committed: the worker finds the course's memberships URL
+        roster.enqueue(course_id)
     _sign_in(user_id)
     log.info("LTI launch: user %s (%s of course %s) from platform %s, %s", user_id, role, course_id,
              data.platform_id, data.message_type)
@@ -114,18 +117,14 @@ def _returns_to_platform(data: Launch) -> bool:
         return row is not None and platforms.returns_to(platforms.as_platform(row), data.deep_link_return_url)
 
 
-def lms_user_id(platform_id: int, sub: str) -> str:
-    """An LMS user's key: its platform registration's id, never an issuer string (which
-    anyone registering a platform could name again)."""
-    return f"lti:{platform_id}|{sub}"
-
-
-def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int | None]:
+def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int | None, bool]:
     """The user (made on first launch), the course launched from and the user's role in
     it, the exercise (or the course's assignment) the link opens (remembered for the link,
-    and placed in the course), and where the user's score goes. One transaction."""
+    and placed in the course), where the user's score goes, and where the course's roster
+    is read (True last: its automatic sync is due). One transaction."""
     with get_db() as s:
-        user = submissions.user_by_external_id(s, lms_user_id(data.platform_id, data.sub), name=data.name[:200])
+        user = submissions.user_by_external_id(s, platforms.lms_user_id(data.platform_id, data.sub),
+                                                name=data.name[:200])
         if data.name:
             user.name = data.name[:200]
         course = _course(s, data, user.id, role) if data.context_id else None
@@ -134,8 +133,9 @@ def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int |
             members.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
             _record_target(s, data, user.id, slug, assignment_id)
+        roster_due = course is not None and roster.remember(s, course.id, data.memberships_url)
         s.flush()
-        return user.id, slug, assignment_id, course.id if course else None
+        return user.id, slug, assignment_id, course.id if course else None, roster_due
 
 
 def _course(s, data: Launch, user_id: int, role: str) -> Course:
@@ -298,7 +298,7 @@ def tool_configuration(root: str) -> dict:
     root = root.rstrip("/")
     login_url, launch_url, jwks_url = f"{root}/lti/login", f"{root}/lti/launch", f"{root}/lti/jwks"
     scopes = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-              "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly", SCORE_SCOPE]
+              "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly", SCORE_SCOPE, NRPS_SCOPE]
     return {
         "title": "Autograd grader",
         "description": "PyTorch autograd exercises, graded automatically; scores go to the gradebook.",
@@ -325,6 +325,28 @@ def tool_configuration(root: str) -> dict:
 @bp.get("/lti/config")
 def config():
     return jsonify(tool_configuration(request.url_root))
+
+
+# ------------------------------------------------------------------ a course's roster
+
+@bp.post("/courses/<int:course_id>/roster/sync")
+@login_required
+def roster_sync(course_id: int):
+    """The course's instructor asks for its roster from the LMS now; a worker reads it and
+    the course page shows how it went."""
+    with get_db() as s:
+        course, role = _course_and_role(s, course_id)  # 404 to whoever is not in the course
+        if role != "instructor" and not access.is_admin(g.user):
+            abort(403)
+        offered = roster.of_course(s, course.id) is not None
+    if not offered:
+        return _course_page(course_id, status=409, error=_(
+            "The LMS offered no roster service (Names and Role Provisioning Services) for this course, so there "
+            "is no roster to read: members arrive as they launch."))
+    if not roster.enqueue(course_id):
+        return _course_page(course_id, status=503, error=_("The sync could not be queued. Try again shortly."))
+    log.info("LTI roster sync of course %s asked for by user %s", course_id, g.user.id)
+    return redirect(url_for("web.course_page", course_id=course_id, roster="queued"), code=303)
 
 
 # ------------------------------------------------------------------ instructor pages
@@ -381,14 +403,15 @@ def _platform_error(exc: platforms.PlatformError) -> str:
 @bp.get("/instructor/lti/deliveries")
 @admin_required
 def deliveries():
-    """Webhook deliveries and score passbacks, newest first: what was sent, what came back."""
+    """Webhook deliveries and score passbacks, newest first: what was sent, what came back
+    (a score set by hand for a student with no grade: for whom, as the LMS knows them)."""
     with get_db() as s:
         hooks = s.execute(select(WebhookDelivery, Webhook.url).join(Webhook)
                           .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
                           .limit(100)).all()
         # a line item not yet found or created: its container instead
         lineitem = func.coalesce(LtiGradeTarget.lineitem_url, LtiGradeTarget.lineitems_url)
-        scores = s.execute(select(LtiScorePost, lineitem).join(LtiGradeTarget)
+        scores = s.execute(select(LtiScorePost, lineitem, LtiGradeTarget.lti_user_id).join(LtiGradeTarget)
                            .order_by(LtiScorePost.created_at.desc(), LtiScorePost.id.desc()).limit(100)).all()
     return render_template("instructor/lti_deliveries.html", hooks=hooks, scores=scores)
 

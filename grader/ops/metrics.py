@@ -54,6 +54,8 @@ GIVE_UPS = Counter(
     "grader_grade_give_ups", "Grades given up on after their attempts (shown as could not grade)", ["task"])
 LTI_SCORE_POSTS = Counter(
     "grader_lti_score_posts", "Score passback attempts to an LMS, by outcome", ["outcome"])
+LTI_ROSTER_SYNCS = Counter(
+    "grader_lti_roster_syncs", "LMS course roster syncs (NRPS), by outcome", ["outcome"])
 WEBHOOK_DELIVERIES = Counter(
     "grader_webhook_deliveries", "Webhook delivery attempts, by outcome", ["outcome"])
 REGRADES = Counter(

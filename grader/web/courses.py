@@ -21,6 +21,7 @@ from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember,
 from grader.courses.rules import feedback_released
 from grader.db import now
 from grader.extensions import get_db
+from grader.lti.models import LtiRoster
 from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
 from grader.web import bp, errors
@@ -145,10 +146,12 @@ def _course_page(course_id: int, *, error: str | None = None, notice: str | None
         members = courses.members(s, course) if _staff(role) else []
         links = invitations.open_ones(s, course) \
             if course.platform_id is None and (role == "instructor" or access.is_admin(g.user)) else []
+        lms_roster = s.scalar(select(LtiRoster).where(LtiRoster.course_id == course.id)) \
+            if course.platform_id is not None and _staff(role) else None
         published = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
     return render_template("courses/course.html", course=course, role=role, staff=_staff(role), listed=listed,
                            members=members, published=published, error=error, notice=notice, shown=courses.shown,
-                           invitations=links, new_link=new_link,
+                           invitations=links, new_link=new_link, lms_roster=lms_roster,
                            time_left=time_left, why=why), status
 
 
