@@ -68,7 +68,8 @@ def invitation_create(course_id: int):
         return _course_page(course_id, error=refusal(exc), status=422)
     log.info("invitation link %s… to course %s (%s) made by user %s", prefix, course_id, role, g.user.id)
     link = url_for("web.join", token=token, _external=True)
-    return _course_page(course_id, new_link=link, status=201)
+    page, status = _course_page(course_id, new_link=link, status=201)
+    return page, status, {"Cache-Control": "no-store"}  # the one time the link is shown
 
 
 @bp.post("/courses/<int:course_id>/invitations/<int:invitation_id>/revoke")
@@ -127,7 +128,7 @@ def _signup_limit() -> str:
 @limiter.limit(_signup_limit, key_func=lambda: "signup-address:" + (request.remote_addr or "-"))
 def join_signup(token: str):
     form = request.form
-    kept = {"name": form.get("name", "")[:200], "email": form.get("email", "")[:320]}
+    kept = {"name": form.get("name", ""), "email": form.get("email", "")}  # checked whole, never cut short
     password = form.get("password", "")
     if password != form.get("password_again", ""):
         return _page(token, error=_("The two passwords differ."), form=kept, status=422)

@@ -1,0 +1,1013 @@
+"""Attacks on course invitation links (grader.courses.invitations, grader.web.invitations,
+`grader course invite`): a link must make a student or a TA of its own course alone, only
+while it is alive and only as many times as it allows (racing requests included); signing
+up through it must never hand over an existing account or its courses; the forms must
+carry this session's CSRF token; and the link itself must stay out of pages of others,
+logs, error pages and Referer headers. Each test passes while that holds."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from grader import clock, db
+from grader.accounts import users
+from grader.accounts.models import User
+from grader.courses import assignments as courses
+from grader.courses import invitations
+from grader.courses.members import set_role
+from grader.courses.models import Course, CourseMember, Invitation
+from grader.lti.models import LtiPlatform
+from tests.test_invitations import NEWCOMER, accounts, make_link, prof, role_of, signup  # noqa: F401  (fixture too)
+from tests.test_web import ada, sign_in, site, token  # noqa: F401  (fixtures too)
+
+PASSWORD = "correct horse"
+ALERT = re.compile(r'<p class="error" role="alert">(.*?)</p>', re.S)
+
+
+# ------------------------------------------------------------------ helpers
+
+def signed_in(site, email: str, password: str = PASSWORD):
+    client = site.test_client()
+    assert sign_in(client, email, password).status_code == 302
+    return client
+
+
+def secret(link: str) -> str:
+    return link.rsplit("/", 1)[1]
+
+
+def course_id(course_url: str) -> int:
+    return int(course_url.rsplit("/", 1)[1])
+
+
+def invitation(database_url, link: str) -> Invitation:
+    with db.transaction(database_url) as s:
+        return s.scalar(select(Invitation).where(Invitation.prefix == secret(link)[:8]))
+
+
+def invitation_count(database_url) -> int:
+    with db.transaction(database_url) as s:
+        return s.scalar(select(func.count(Invitation.id)))
+
+
+def user_row(database_url, email: str) -> User | None:
+    with db.transaction(database_url) as s:
+        return s.scalar(select(User).where(User.email == email))
+
+
+def memberships(database_url, user_id: int) -> dict[int, str]:
+    with db.transaction(database_url) as s:
+        return dict(s.execute(select(CourseMember.course_id, CourseMember.role)
+                              .where(CourseMember.user_id == user_id)).all())
+
+
+def member_count(database_url, course_url: str) -> int:
+    with db.transaction(database_url) as s:
+        return s.scalar(select(func.count(CourseMember.id)).where(CourseMember.course_id == course_id(course_url)))
+
+
+def second_course(database_url, instructor_email: str = "other@example.org") -> tuple[object, str]:
+    """Another local course, DL201, whose instructor is a new site instructor; (their
+    signed-out email, its URL)."""
+    with db.transaction(database_url) as s:
+        teacher = users.create_user(s, email=instructor_email, password=PASSWORD, role="instructor", name="Other")
+        course = courses.create_course(s, title="Advanced", code="DL201", instructor=teacher)
+        return instructor_email, f"/courses/{course.id}"
+
+
+def lms_course(database_url, instructor_email: str) -> str:
+    """A course made by an LMS launch (platform_id set), the account its instructor."""
+    with db.transaction(database_url) as s:
+        platform = LtiPlatform(name="LMS", issuer="https://lms.example.edu", client_id="c",
+                               auth_login_url="https://lms.example.edu/auth", auth_token_url="https://lms.example.edu/t",
+                               jwks_url="https://lms.example.edu/jwks")
+        s.add(platform)
+        s.flush()
+        course = Course(title="From the LMS", code="LMS1", platform_id=platform.id, context_id="ctx-1")
+        s.add(course)
+        s.flush()
+        teacher = s.scalar(select(User).where(User.email == instructor_email))
+        set_role(s, course.id, teacher.id, "instructor")
+        return f"/courses/{course.id}"
+
+
+def race(n: int, work) -> list:
+    """Run work(i) in n threads named race-<i> at once; their results (or exceptions) in order."""
+    results: list = [None] * n
+
+    def run(i):
+        try:
+            results[i] = work(i)
+        except Exception as exc:  # noqa: BLE001  (reported by the caller's assertions)
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"race-{i}") for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    return results
+
+
+def stall_find(monkeypatch, barrier: threading.Barrier, *, call: int = 1, timeout: float = 3.0) -> None:
+    """invitations.find waits at ``barrier`` after its ``call``-th successful call in each
+    racing thread: every racing request is past the check together before any goes on.
+    (On SQLite a writer holds the file's lock, so the barrier gives up after ``timeout``.)"""
+    real, calls = invitations.find, {}
+
+    def stalled(*args, **kwargs):
+        result = real(*args, **kwargs)
+        me = threading.current_thread().name
+        if me.startswith("race-"):
+            calls[me] = calls.get(me, 0) + 1
+            if calls[me] == call:
+                try:
+                    barrier.wait(timeout)
+                except threading.BrokenBarrierError:
+                    pass
+        return result
+
+    monkeypatch.setattr(invitations, "find", stalled)
+
+
+def status(answer) -> int | str:
+    return answer.status_code if hasattr(answer, "status_code") else repr(answer)
+
+
+# ------------------------------------------------------------------ no instructor, no admin, no other course
+
+@pytest.mark.parametrize("role", ["instructor", "INSTRUCTOR", " Instructor ", "admin", "owner", "ta\x00",
+                                  "student,instructor", "instructor\u200b", "ınstructor", "TA;instructor"])
+def test_the_create_form_makes_no_link_with_a_staff_or_made_up_role(prof, database_url, role):
+    """An instructor tampers with the form's role: only student and ta come out, anything
+    else is refused and nothing is stored."""
+    teacher, course_url = prof
+    refused = teacher.post(f"{course_url}/invitations", data={"role": role, "days": "3",
+                                                             "csrf_token": token(teacher, course_url)})
+    assert refused.status_code == 422, refused.status_code
+    assert invitation_count(database_url) == 0
+
+
+def test_the_create_form_refuses_out_of_range_or_odd_numbers(prof, database_url):
+    """days and max_uses outside 1..180 and 1..10000, negative, fractional, huge (past
+    Python's int digits limit), hex or empty days: 422, never a 500, never a row."""
+    teacher, course_url = prof
+    for form in ({"days": "0"}, {"days": "181"}, {"days": "-1"}, {"days": "3.5"}, {"days": "0x10"}, {"days": ""},
+                 {"days": "9" * 5000}, {"days": "1e2"}, {"days": "NaN"}, {"days": "\x00"},
+                 {"days": "3", "max_uses": "0"}, {"days": "3", "max_uses": "-5"}, {"days": "3", "max_uses": "10001"},
+                 {"days": "3", "max_uses": "9" * 5000}, {"days": "3", "max_uses": "1.5"}):
+        refused = teacher.post(f"{course_url}/invitations", data={"role": "student", **form,
+                                                                 "csrf_token": token(teacher, course_url)})
+        assert refused.status_code == 422, (form, refused.status_code)
+    assert invitation_count(database_url) == 0
+
+
+def test_accept_and_sign_up_ignore_forged_role_admin_and_course_fields(prof, site, ada, database_url):
+    """Forged fields on the join forms (role=instructor, is_admin, site role, another
+    course's id, self_registered=0) change nothing: the link's own role and course only."""
+    teacher, course_url = prof
+    other_email, other_url = second_course(database_url)
+    link = make_link(teacher, course_url)
+    forged = {"role": "instructor", "is_admin": "1", "admin": "true", "site_role": "admin", "user_role": "admin",
+              "course_id": str(course_id(other_url)), "course": str(course_id(other_url)), "self_registered": "0",
+              "user_id": "1"}
+    bob = signed_in(site, "bob@example.org")
+    assert bob.post(f"{link}?role=instructor&course_id={course_id(other_url)}",
+                    data={**forged, "csrf_token": token(bob, link)}).status_code == 303
+    assert role_of(database_url, "bob@example.org", course_url) == "student"
+    assert role_of(database_url, "bob@example.org", other_url) is None
+    made = site.test_client()
+    assert signup(made, link, **forged).status_code == 303
+    grace = user_row(database_url, "grace@example.org")
+    assert grace.role == "student" and grace.self_registered
+    assert memberships(database_url, grace.id) == {course_id(course_url): "student"}
+    with db.transaction(database_url) as s:
+        first = s.get(User, 1)
+        assert first.email != "grace@example.org" and first.password_hash  # user_id=1 was not touched
+    assert user_row(database_url, "ada@example.org").role == "student"
+
+
+def test_a_ta_link_makes_a_ta_and_nothing_more(prof, site, ada, database_url):
+    """A TA made by a link cannot raise themselves further: no link, no revoke, no roster
+    line, and not even the open links' prefixes on the course page."""
+    teacher, course_url = prof
+    ta_link = make_link(teacher, course_url, role="ta")
+    student_link = make_link(teacher, course_url)
+    assert ada.post(ta_link, data={"csrf_token": token(ada, ta_link)}).status_code == 303
+    assert ada.post(ta_link, data={"csrf_token": token(ada, ta_link)}).status_code == 303  # again: still a TA
+    assert ada.post(student_link, data={"csrf_token": token(ada, student_link)}).status_code == 303  # not lowered
+    assert role_of(database_url, "ada@example.org", course_url) == "ta"
+    page = ada.get(course_url).get_data(as_text=True)
+    for link in (ta_link, student_link):
+        assert secret(link)[:8] not in page
+    assert "/invitations" not in page
+    for form in ({"role": "ta", "days": "3"}, {"role": "student", "days": "3"}):
+        assert ada.post(f"{course_url}/invitations", data={**form, "csrf_token": token(ada, course_url)}) \
+            .status_code == 403
+    row = invitation(database_url, student_link)
+    assert ada.post(f"{course_url}/invitations/{row.id}/revoke",
+                    data={"csrf_token": token(ada, course_url)}).status_code == 403
+    assert ada.post(f"{course_url}/members", data={"roster_text": "email,role\nada@example.org,instructor\n",
+                                                   "csrf_token": token(ada, course_url)}).status_code == 403
+    assert role_of(database_url, "ada@example.org", course_url) == "ta"
+    assert invitation(database_url, student_link).revoked_at is None and invitation_count(database_url) == 2
+
+
+def test_students_non_members_site_instructors_and_strangers_make_no_links(prof, site, ada, database_url):
+    """Ada (a student of the course), Bob (no member), another course's instructor (a site
+    instructor) and a visitor signed out: none makes or sees a link of DL101."""
+    teacher, course_url = prof
+    other_email, _other_url = second_course(database_url)
+    answers = {}
+    for who, client in (("ada", ada), ("bob", signed_in(site, "bob@example.org")),
+                        ("other", signed_in(site, other_email))):
+        answers[who] = client.post(f"{course_url}/invitations", data={"role": "student", "days": "3",
+                                                                    "csrf_token": token(client, "/courses")}).status_code
+    assert answers == {"ada": 403, "bob": 404, "other": 404}
+    stranger = site.test_client()
+    refused = stranger.post(f"{course_url}/invitations", data={"role": "student", "days": "3",
+                                                               "csrf_token": token(stranger, "/login")})
+    assert refused.status_code == 302 and refused.location.startswith("/login")
+    assert invitation_count(database_url) == 0
+
+
+def test_an_instructor_of_one_course_revokes_nothing_of_another(prof, site, database_url):
+    """IDOR on revoke: Prof (DL101) revokes DL201's link through DL101's URL and through
+    DL201's; the other instructor tries DL101's; odd ids. All refused, both links alive."""
+    teacher, course_url = prof
+    other_email, other_url = second_course(database_url)
+    other = signed_in(site, other_email)
+    mine, theirs = make_link(teacher, course_url), make_link(other, other_url)
+    mine_id, theirs_id = invitation(database_url, mine).id, invitation(database_url, theirs).id
+    for client, url in ((teacher, f"{course_url}/invitations/{theirs_id}/revoke"),
+                        (teacher, f"{other_url}/invitations/{theirs_id}/revoke"),
+                        (other, f"{other_url}/invitations/{mine_id}/revoke"),
+                        (other, f"{course_url}/invitations/{mine_id}/revoke")):
+        answer = client.post(url, data={"csrf_token": token(client, "/courses")})
+        assert answer.status_code in (403, 404), (url, answer.status_code)
+    for weird in ("0", "2147483648", "99999999999999999999999", "-1", "1.0", "%20" + str(theirs_id)):
+        answer = teacher.post(f"{course_url}/invitations/{weird}/revoke", data={"csrf_token": token(teacher, course_url)})
+        assert answer.status_code in (404, 405), (weird, answer.status_code)
+    assert invitation(database_url, mine).revoked_at is None and invitation(database_url, theirs).revoked_at is None
+    assert site.test_client().get(theirs).status_code == 200 and site.test_client().get(mine).status_code == 200
+
+
+def test_a_link_of_one_course_opens_no_other(prof, site, database_url):
+    """Course ids smuggled into the join URLs (query, path) do not redirect the join."""
+    teacher, course_url = prof
+    _other_email, other_url = second_course(database_url)
+    link = make_link(teacher, course_url)
+    other = course_id(other_url)
+    visitor = site.test_client()
+    assert visitor.get(f"/join/{other}").status_code == 404
+    assert visitor.get(f"{link}/{other}").status_code == 404
+    assert visitor.post(f"{link}/account?course_id={other}&course={other}",
+                        data={**NEWCOMER, "csrf_token": token(visitor, link)}).headers["Location"] == course_url
+    grace = user_row(database_url, "grace@example.org")
+    assert memberships(database_url, grace.id) == {course_id(course_url): "student"}
+
+
+# ------------------------------------------------------------------ dead links, on every path
+
+def test_a_dead_link_lets_no_one_in_on_any_path(prof, site, database_url):
+    """Revoked, expired and used-up links: the page, the Join button (signed in) and the
+    sign-up form all refuse, and nothing (account, member, use) is made."""
+    teacher, course_url = prof
+    revoked, expiring, single = (make_link(teacher, course_url), make_link(teacher, course_url, days="1"),
+                                 make_link(teacher, course_url, max_uses="1"))
+    teacher.post(f"{course_url}/invitations/{invitation(database_url, revoked).id}/revoke",
+                 data={"csrf_token": token(teacher, course_url)})
+    assert signup(site.test_client(), single, email="first@example.org").status_code == 303
+    bob = signed_in(site, "bob@example.org")
+    bob_csrf = token(bob, "/exercises")
+    before, members = accounts(database_url), member_count(database_url, course_url)
+    with clock.travel(clock.now() + timedelta(days=1, seconds=5)):
+        for link in (revoked, expiring, single):
+            visitor = site.test_client()
+            csrf = token(visitor, "/login")
+            assert visitor.get(link).status_code == 410
+            assert bob.post(link, data={"csrf_token": bob_csrf}).status_code == 410
+            for email in ("late@example.org", "LATE2@example.org"):
+                answer = visitor.post(f"{link}/account", data={**NEWCOMER, "email": email, "csrf_token": csrf})
+                assert answer.status_code == 410, (link, answer.status_code)
+            # Mismatched passwords on a dead link: still refused, still nothing of the course shown
+            answer = visitor.post(f"{link}/account", data={**NEWCOMER, "password_again": "x" * 9, "csrf_token": csrf})
+            assert answer.status_code in (410, 422) and "Deep learning" not in answer.get_data(as_text=True)
+            assert "Deep learning" not in visitor.get(link).get_data(as_text=True)
+    assert accounts(database_url) == before and member_count(database_url, course_url) == members
+    assert role_of(database_url, "bob@example.org", course_url) is None
+    assert invitation(database_url, single).uses == 1
+
+
+def test_a_link_that_expires_between_the_check_and_the_count_makes_nothing(prof, site, database_url, monkeypatch):
+    """The sign-up passes find(), then the clock passes the expiry before the place is
+    counted: the database's own condition refuses, and the new account is rolled back."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, days="1")
+    visitor = site.test_client()
+    csrf = token(visitor, link)
+    reached, go = threading.Event(), threading.Event()
+    real, calls = invitations.find, {}
+
+    def stalled(*args, **kwargs):
+        result = real(*args, **kwargs)
+        me = threading.current_thread().name
+        calls[me] = calls.get(me, 0) + 1
+        if me.startswith("race-") and calls[me] == 2:  # the one inside accept(), right before the UPDATE
+            reached.set()
+            go.wait(20)
+        return result
+
+    monkeypatch.setattr(invitations, "find", stalled)
+    before = accounts(database_url)
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault(
+        "answer", visitor.post(f"{link}/account", data={**NEWCOMER, "csrf_token": csrf})), name="race-0")
+    worker.start()
+    assert reached.wait(20)
+    with clock.travel(clock.now() + timedelta(days=2)):
+        go.set()
+        worker.join(60)
+    assert outcome["answer"].status_code == 410
+    assert accounts(database_url) == before and invitation(database_url, link).uses == 0
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_link_revoked_between_the_check_and_the_count_makes_nothing(prof, site, database_url, monkeypatch):
+    """On PostgreSQL (where the revoke can commit while the sign-up's transaction is open):
+    the link is revoked after the sign-up's checks and before its place is counted."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    visitor = site.test_client()
+    csrf = token(visitor, link)
+    reached, go = threading.Event(), threading.Event()
+    real, calls = invitations.find, {}
+
+    def stalled(*args, **kwargs):
+        result = real(*args, **kwargs)
+        me = threading.current_thread().name
+        calls[me] = calls.get(me, 0) + 1
+        if me.startswith("race-") and calls[me] == 2:
+            reached.set()
+            go.wait(20)
+        return result
+
+    monkeypatch.setattr(invitations, "find", stalled)
+    before = accounts(database_url)
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault(
+        "answer", visitor.post(f"{link}/account", data={**NEWCOMER, "csrf_token": csrf})), name="race-0")
+    worker.start()
+    assert reached.wait(20)
+    gone = teacher.post(f"{course_url}/invitations/{invitation(database_url, link).id}/revoke",
+                        data={"csrf_token": token(teacher, course_url)})
+    assert gone.status_code == 303
+    go.set()
+    worker.join(60)
+    assert outcome["answer"].status_code == 410
+    assert accounts(database_url) == before and invitation(database_url, link).uses == 0
+
+
+def test_racing_sign_ups_never_make_more_accounts_than_the_link_allows(prof, site, database_url, monkeypatch):
+    """Eight newcomers send the sign-up form of a two-use link at once, every one of them
+    past the link's check before any place is counted: two join, six are refused (410),
+    none gets a 500, and no account is left behind for the refused ones."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, max_uses="2")
+    n = 8
+    clients = [site.test_client() for _ in range(n)]
+    csrfs = [token(c, link) for c in clients]
+    before, members = accounts(database_url), member_count(database_url, course_url)
+    stall_find(monkeypatch, threading.Barrier(n), call=2)  # the check inside accept(), before the UPDATE
+    answers = race(n, lambda i: clients[i].post(f"{link}/account", data={
+        **NEWCOMER, "email": f"racer{i}@example.org", "csrf_token": csrfs[i]}))
+    codes = sorted(status(a) for a in answers)
+    assert codes == [303, 303] + [410] * (n - 2), codes
+    assert accounts(database_url) == before + 2
+    assert member_count(database_url, course_url) == members + 2
+    assert invitation(database_url, link).uses == 2
+
+
+def test_racing_joins_of_signed_in_users_never_pass_the_last_place(prof, site, database_url, monkeypatch):
+    """Five members of the site press Join on a one-use link together: one joins."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, max_uses="1")
+    n = 5
+    with db.transaction(database_url) as s:
+        for i in range(n):
+            users.create_user(s, email=f"j{i}@example.org", password=PASSWORD)
+    clients = [signed_in(site, f"j{i}@example.org") for i in range(n)]
+    csrfs = [token(c, link) for c in clients]
+    members = member_count(database_url, course_url)
+    stall_find(monkeypatch, threading.Barrier(n), call=1)
+    answers = race(n, lambda i: clients[i].post(link, data={"csrf_token": csrfs[i]}))
+    codes = sorted(status(a) for a in answers)
+    assert codes == [303] + [410] * (n - 1), codes
+    assert member_count(database_url, course_url) == members + 1 and invitation(database_url, link).uses == 1
+
+
+@pytest.mark.xfail(strict=False, reason="one user's simultaneous Joins each count a place: accept checks membership outside the counting UPDATE (open)")
+def test_one_user_pressing_join_twice_at_once_gets_no_error_and_takes_one_place(prof, site, database_url,
+                                                                                 monkeypatch):
+    """A double click (two tabs, a retried request) by one user on a link with places to
+    spare: both answers are the course (no 500 from the second membership row) and the user
+    takes one place, not two."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, max_uses="10")
+    clients = [signed_in(site, "bob@example.org") for _ in range(2)]
+    csrfs = [token(c, link) for c in clients]
+    stall_find(monkeypatch, threading.Barrier(2), call=1)
+    answers = race(2, lambda i: clients[i].post(link, data={"csrf_token": csrfs[i]}))
+    assert [status(a) for a in answers] == [303, 303], [status(a) for a in answers]
+    assert role_of(database_url, "bob@example.org", course_url) == "student"
+    assert invitation(database_url, link).uses == 1
+
+
+@pytest.mark.xfail(strict=False, reason="one user's simultaneous Joins each count a place: accept checks membership outside the counting UPDATE (open)")
+def test_a_student_raised_by_a_ta_link_twice_at_once_takes_one_place(prof, site, database_url, monkeypatch):
+    """Ada (a student) presses Join on a two-place TA link in two tabs at once: she is a
+    TA, and one place is left for the other TA it was meant for."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, role="ta", max_uses="2")
+    clients = [signed_in(site, "ada@example.org") for _ in range(2)]
+    csrfs = [token(c, link) for c in clients]
+    stall_find(monkeypatch, threading.Barrier(2), call=1)
+    answers = race(2, lambda i: clients[i].post(link, data={"csrf_token": csrfs[i]}))
+    assert all(status(a) in (303, 410) for a in answers), [status(a) for a in answers]
+    assert role_of(database_url, "ada@example.org", course_url) == "ta"
+    assert invitation(database_url, link).uses == 1
+
+
+def test_racing_sign_ups_with_one_address_make_one_account_and_no_error(prof, site, database_url, monkeypatch):
+    """Four sign-ups at once with the same address in different spellings: one account,
+    the others told the address is taken (422), none a 500."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    spellings = ["dup@example.org", "DUP@example.org", " dup@example.org", "Dup@Example.org "]
+    clients = [site.test_client() for _ in spellings]
+    csrfs = [token(c, link) for c in clients]
+    stall_find(monkeypatch, threading.Barrier(len(spellings)), call=1)
+    answers = race(len(spellings), lambda i: clients[i].post(f"{link}/account", data={
+        **NEWCOMER, "email": spellings[i], "csrf_token": csrfs[i]}))
+    codes = sorted(status(a) for a in answers)
+    assert codes == [303, 422, 422, 422], codes
+    with db.transaction(database_url) as s:
+        assert s.scalar(select(func.count(User.id)).where(func.lower(User.email).like("%dup@example.org%"))) == 1
+
+
+# ------------------------------------------------------------------ taking over an account
+
+@pytest.mark.parametrize("email", ["ada@example.org", "ADA@EXAMPLE.ORG", "Ada@Example.Org", " ada@example.org",
+                                   "ada@example.org ", "\tada@example.org\n", "ines@example.org",
+                                   "prof@example.org"])
+def test_sign_up_takes_no_existing_account_in_any_spelling(prof, site, database_url, email):
+    """A newcomer signs up as an existing user's address (case and whitespace variants, an
+    admin's, the instructor's): refused; no account, nobody signed in as its owner, its
+    password still the owner's."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, role="ta")
+    visitor = site.test_client()
+    before = accounts(database_url)
+    refused = signup(visitor, link, email=email, password="attacker pw", password_again="attacker pw")
+    assert refused.status_code == 422
+    assert accounts(database_url) == before
+    assert visitor.get(course_url).status_code == 302  # not signed in as anyone
+    victim = email.strip().lower()
+    assert sign_in(site.test_client(), victim, "attacker pw").status_code == 401
+    assert sign_in(site.test_client(), victim, PASSWORD).status_code == 302
+    row = user_row(database_url, victim)
+    assert not row.self_registered
+    if victim == "ada@example.org":
+        assert role_of(database_url, victim, course_url) == "student"  # the TA link did not raise her
+    if victim == "prof@example.org":
+        assert role_of(database_url, victim, course_url) == "instructor"
+
+
+@pytest.mark.parametrize("email", ["\u0430da@example.org",      # Cyrillic a
+                                   "ada@example.org.",           # a trailing dot
+                                   "ada@example.org\u200b",      # a zero-width space
+                                   "\u200bada@example.org",
+                                   "\uff41da@example.org",       # a fullwidth a
+                                   "ada@exampl\u0435.org",       # a Cyrillic e
+                                   "ada@EXAMPLE.ORG.",
+                                   "a\u0301da@example.org"])     # a combining accent
+def test_a_look_alike_address_gets_none_of_the_real_accounts_things(prof, site, database_url, email):
+    """A newcomer signs up as a look-alike of Ada's address: whatever happens (refused, or
+    an account of its own), they get no session of Ada's, none of her courses but the
+    link's, and her password is hers; a roster line of Ada's address finds Ada, and a
+    roster line of the look-alike is refused (its address was never confirmed)."""
+    teacher, course_url = prof
+    _other_email, other_url = second_course(database_url)
+    link = make_link(teacher, course_url)
+    visitor = site.test_client()
+    answer = signup(visitor, link, email=email, password="attacker pw", password_again="attacker pw")
+    assert answer.status_code in (303, 422)
+    ada_row = user_row(database_url, "ada@example.org")
+    assert memberships(database_url, ada_row.id) == {course_id(course_url): "student"}
+    assert sign_in(site.test_client(), "ada@example.org", "attacker pw").status_code == 401
+    assert sign_in(site.test_client(), "ada@example.org", PASSWORD).status_code == 302
+    with db.transaction(database_url) as s:
+        squatter = s.scalar(select(User).where(User.self_registered.is_(True)))
+    if answer.status_code == 303:
+        assert squatter is not None and squatter.id != ada_row.id and squatter.role == "student"
+        assert memberships(database_url, squatter.id) == {course_id(course_url): "student"}
+        with db.transaction(database_url) as s:
+            other = s.get(Course, course_id(other_url))
+            with pytest.raises(courses.CourseError):
+                courses.import_roster(s, other, [{"email": squatter.email, "role": "instructor"}])
+            s.rollback()
+        assert memberships(database_url, squatter.id) == {course_id(course_url): "student"}
+    else:
+        assert squatter is None
+    with db.transaction(database_url) as s:  # Ada's real address on a roster is Ada
+        courses.import_roster(s, s.get(Course, course_id(other_url)), [{"email": "ada@example.org", "role": "ta"}])
+    assert role_of(database_url, "ada@example.org", other_url) == "ta"
+
+
+@pytest.mark.parametrize("listed", ["dana@example.org", "Dana@Example.org", " dana@example.org"])
+@pytest.mark.parametrize("typed", ["dana@example.org", "DANA@EXAMPLE.ORG", "dana@example.org "])
+def test_a_passwordless_roster_account_cannot_be_claimed_through_a_link(prof, site, database_url, listed, typed):
+    """DL201's roster made a passwordless account for Dana; a newcomer signs up through
+    DL101's link with Dana's address: refused, so the newcomer neither sets Dana's
+    password nor gets her DL201 seat."""
+    teacher, course_url = prof
+    _other_email, other_url = second_course(database_url)
+    with db.transaction(database_url) as s:
+        courses.import_roster(s, s.get(Course, course_id(other_url)), [{"email": listed, "role": "ta"}])
+    link = make_link(teacher, course_url)
+    visitor = site.test_client()
+    before = accounts(database_url)
+    refused = signup(visitor, link, email=typed, password="attacker pw", password_again="attacker pw")
+    assert refused.status_code == 422
+    assert accounts(database_url) == before
+    assert visitor.get(other_url).status_code in (302, 404)
+    with db.transaction(database_url) as s:
+        dana = s.scalar(select(User).where(func.lower(User.email) == "dana@example.org"))
+        assert dana.password_hash is None and not dana.self_registered
+    assert sign_in(site.test_client(), "dana@example.org", "attacker pw").status_code == 401
+
+
+def test_a_unicode_cased_roster_account_is_not_claimed_either(prof, site, database_url):
+    """The roster keeps an address as written (Émile@Example.org); a newcomer types it in
+    lower case (as a sign-up stores it). Whether or not the database's lower() folds É,
+    the newcomer gets no seat of Émile's."""
+    teacher, course_url = prof
+    _other_email, other_url = second_course(database_url)
+    with db.transaction(database_url) as s:
+        courses.import_roster(s, s.get(Course, course_id(other_url)), [{"email": "Émile@Example.org", "role": "ta"}])
+    link = make_link(teacher, course_url)
+    answer = signup(site.test_client(), link, email="émile@example.org")
+    assert answer.status_code in (303, 422)
+    with db.transaction(database_url) as s:
+        for row in s.scalars(select(User).where(User.self_registered.is_(True))):
+            assert course_id(other_url) not in memberships(database_url, row.id)
+        original = s.scalar(select(User).where(User.email == "Émile@Example.org"))
+        assert original.password_hash is None and not original.self_registered
+
+
+@pytest.mark.parametrize("listed", ["victim@example.org", "VICTIM@example.org", "  Victim@Example.org  "])
+def test_a_squatted_address_on_another_courses_roster_is_refused_whole(prof, site, database_url, listed):
+    """Mallory signs up through DL101's link as victim@example.org; DL201's instructor
+    then uploads a roster naming that address (any case, padded) as an instructor: the
+    whole import is refused, Mallory gets nothing of DL201 and no one else is added."""
+    teacher, course_url = prof
+    other_email, other_url = second_course(database_url)
+    assert signup(site.test_client(), make_link(teacher, course_url), email="victim@example.org",
+                  password="mallory pw", password_again="mallory pw").status_code == 303
+    other = signed_in(site, other_email)
+    roster = f"email,name,role\ncarol@example.org,Carol,student\n{listed},Victim,instructor\n"
+    refused = other.post(f"{other_url}/members", data={"roster_text": roster, "csrf_token": token(other, other_url)})
+    assert refused.status_code == 422 and "invitation link" in refused.get_data(as_text=True)
+    assert role_of(database_url, "victim@example.org", other_url) is None
+    assert user_row(database_url, "carol@example.org") is None
+    mallory = signed_in(site, "victim@example.org", "mallory pw")
+    assert mallory.get(other_url).status_code == 404
+
+
+def test_the_command_line_roster_refuses_a_squatted_address_too(prof, site, database_url, monkeypatch, tmp_path):
+    """`grader course create --roster` naming a self-registered address: refused, and no
+    course with that member."""
+    from grader.cli import main
+
+    teacher, course_url = prof
+    assert signup(site.test_client(), make_link(teacher, course_url), email="victim@example.org").status_code == 303
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("email,name,role\nVictim@example.org,V,instructor\n", encoding="utf-8")
+    ran = CliRunner().invoke(main, ["course", "create", "--title", "T", "--code", "T1", "--roster", str(roster)])
+    assert ran.exit_code != 0
+    victim = user_row(database_url, "victim@example.org")
+    assert memberships(database_url, victim.id) == {course_id(course_url): "student"}
+
+
+# ------------------------------------------------------------------ sessions
+
+def test_sign_up_gives_a_fresh_session_and_the_old_cookie_gains_nothing(prof, site, database_url):
+    """Session fixation: a visitor's anonymous cookie (which an attacker may have planted)
+    is not signed in by the sign-up; the new session's CSRF token is new too."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    visitor = site.test_client()
+    old_csrf = token(visitor, link)
+    old_cookie = visitor.get_cookie("session").value
+    assert visitor.post(f"{link}/account", data={**NEWCOMER, "csrf_token": old_csrf}).status_code == 303
+    new_cookie = visitor.get_cookie("session").value
+    assert new_cookie != old_cookie
+    with visitor.session_transaction() as session:
+        assert "csrf_token" not in session or session["csrf_token"] != old_csrf
+    planted = site.test_client()
+    planted.set_cookie("session", old_cookie)
+    assert planted.get(course_url).status_code == 302  # the attacker's copy is still signed out
+    assert planted.post(f"{course_url}/invitations", data={"days": "3", "csrf_token": old_csrf}).status_code in (302, 400)
+    # The old session's CSRF token is no good for the new session either.
+    assert visitor.post("/logout", data={"csrf_token": old_csrf}).status_code == 400
+    assert visitor.get(course_url).status_code == 200
+
+
+def test_a_signed_in_user_signing_up_again_carries_nothing_over(prof, site, ada, database_url):
+    """Ada, signed in, uses the sign-up form: the new account is a new student, not Ada,
+    and the session is the new account's alone."""
+    teacher, course_url = prof
+    _other_email, other_url = second_course(database_url)
+    with db.transaction(database_url) as s:
+        courses.import_roster(s, s.get(Course, course_id(other_url)), [{"email": "ada@example.org", "role": "ta"}])
+    link = make_link(teacher, course_url)
+    assert signup(ada, link, email="ada2@example.org").status_code == 303
+    assert ada.get(other_url).status_code == 404  # the session is ada2's: none of Ada's TA seat
+    assert memberships(database_url, user_row(database_url, "ada2@example.org").id) == {course_id(course_url): "student"}
+
+
+# ------------------------------------------------------------------ CSRF
+
+def test_every_invitation_form_needs_this_sessions_csrf_token(prof, site, ada, database_url):
+    """Create, revoke, Join and sign-up without a CSRF token, with a forged one, with
+    another session's, or as JSON: 400 and nothing changes."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    row = invitation(database_url, link)
+    bob = signed_in(site, "bob@example.org")
+    bobs = token(bob, "/exercises")
+    before = accounts(database_url)
+    visitor = site.test_client()
+    visitor.get(link)
+    for csrf in (None, "forged", bobs):
+        extra = {} if csrf is None else {"csrf_token": csrf}
+        assert teacher.post(f"{course_url}/invitations", data={"role": "ta", "days": "3", **extra}).status_code == 400
+        assert teacher.post(f"{course_url}/invitations/{row.id}/revoke", data=extra).status_code == 400
+        assert ada.post(link, data=extra).status_code == 400
+        assert visitor.post(f"{link}/account", data={**NEWCOMER, **extra}).status_code == 400
+    assert teacher.post(f"{course_url}/invitations", json={"role": "ta", "days": "3"}).status_code == 400
+    assert visitor.post(f"{link}/account", json=NEWCOMER).status_code == 400
+    assert teacher.get(f"{course_url}/invitations/{row.id}/revoke").status_code == 405
+    assert invitation_count(database_url) == 1 and invitation(database_url, link).revoked_at is None
+    assert accounts(database_url) == before
+
+
+def test_a_get_never_joins_or_signs_up(prof, site, ada, database_url):
+    """A join link opened by an image tag or a link preview (GET, HEAD) makes no member."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    bob = signed_in(site, "bob@example.org")
+    for method in (bob.get, bob.head):
+        assert method(link).status_code == 200
+    assert bob.get(f"{link}/account").status_code == 405
+    assert role_of(database_url, "bob@example.org", course_url) is None
+    assert invitation(database_url, link).uses == 0
+
+
+# ------------------------------------------------------------------ redirects
+
+def test_the_join_pages_never_send_anyone_to_another_site(prof, site, database_url):
+    """Open redirects: a `next` on the join URLs, the sign-in link of the join page, the
+    redirect of a signed-out Join and the sign-up's redirect all stay on the site."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    evil = ("https://evil.example/", "//evil.example", "/\\evil.example", "\\\\evil.example", "https:evil.example")
+    visitor = site.test_client()
+    for target in evil:
+        page = visitor.get(link, query_string={"next": target}).get_data(as_text=True)
+        hrefs = re.findall(r'(?:href|action)="([^"]*)"', page)
+        assert all("evil.example" not in h for h in hrefs), hrefs
+        sign_in_link = re.search(r'href="(/login\?next=[^"]*)"', page).group(1).replace("&amp;", "&")
+        assert "evil" not in sign_in_link
+    # The signed-out Join: sent to sign in, and back to the link (on this site) after it.
+    bounced = visitor.post(f"{link}?next=https://evil.example/", data={"csrf_token": token(visitor, link)})
+    assert bounced.status_code == 302 and bounced.location.startswith("/login?next=")
+    after = visitor.post(bounced.location, data={"email": "bob@example.org", "password": PASSWORD,
+                                                "csrf_token": token(visitor, "/login")})
+    assert after.status_code == 302 and after.location.startswith("/join/")
+    assert not urlsplit(after.location).netloc and not urlsplit(after.location).scheme
+    assert visitor.get(after.location).status_code == 200  # the join page itself: it redirects nowhere
+    for target in evil:
+        made = site.test_client()
+        answer = made.post(f"{link}/account", query_string={"next": target}, data={
+            **NEWCOMER, "email": f"n{abs(hash(target))}@example.org", "next": target, "csrf_token": token(made, link)})
+        assert answer.status_code == 303 and answer.headers["Location"] == course_url
+    for target in evil:
+        refused = site.test_client().get(f"/join/{target}")
+        assert refused.status_code in (404, 308)  # 308: werkzeug merging the slashes, on this site
+        assert urlsplit(refused.headers.get("Location", "")).netloc in ("", "localhost")
+
+
+# ------------------------------------------------------------------ the link leaking
+
+def test_the_new_link_is_kept_by_no_cache_and_in_no_cookie(prof, site):
+    """The page that shows a new link once must not be kept by the browser or a proxy
+    (Cache-Control: no-store, as the personal tokens' page), nor carry it in the signed,
+    readable session cookie or a header."""
+    teacher, course_url = prof
+    made = teacher.post(f"{course_url}/invitations", data={"role": "student", "days": "14",
+                                                          "csrf_token": token(teacher, course_url)})
+    link = re.search(r"http://localhost(/join/[A-Za-z0-9_-]+)", made.get_data(as_text=True)).group(1)
+    assert all(secret(link) not in value for _name, value in made.headers.items())
+    with teacher.session_transaction() as session:
+        assert secret(link) not in repr(dict(session))
+    assert made.headers.get("Cache-Control") == "no-store"
+
+
+def test_no_one_but_the_maker_sees_a_link_or_its_start(prof, site, ada, database_url):
+    """After the one showing: the course page (the instructor's), a student's, a TA's, an
+    admin's and another instructor's pages never hold the whole link; only the course's
+    staff of rank instructor (and admins) see its first 8 characters."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, role="ta")
+    ta_link = make_link(teacher, course_url)
+    with db.transaction(database_url) as s:
+        users.create_user(s, email="tom@example.org", password=PASSWORD)
+    tom = signed_in(site, "tom@example.org")
+    assert tom.post(ta_link, data={"csrf_token": token(tom, ta_link)}).status_code == 303
+    other_email, _other_url = second_course(database_url)
+    ines = signed_in(site, "ines@example.org")
+    for who, client, sees_prefix in (("prof", teacher, True), ("ines", ines, True), ("ada", ada, False),
+                                     ("tom", tom, False), ("other", signed_in(site, other_email), False)):
+        for path in (course_url, "/courses", "/exercises", f"{course_url}/gradebook", "/admin"):
+            page = client.get(path).get_data(as_text=True)
+            assert secret(link) not in page, (who, path)
+            if not sees_prefix:
+                assert secret(link)[:8] not in page, (who, path)
+
+
+def test_the_join_pages_send_no_referer_with_the_link_to_other_sites(prof, site, database_url):
+    """The join URL is the invitation: the join page, its refusals and the course page it
+    leads to ask browsers to send no full URL to other origins, and load nothing from them."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    revoked = make_link(teacher, course_url)
+    teacher.post(f"{course_url}/invitations/{invitation(database_url, revoked).id}/revoke",
+                 data={"csrf_token": token(teacher, course_url)})
+    visitor = site.test_client()
+    safe = {"no-referrer", "same-origin", "strict-origin", "strict-origin-when-cross-origin"}
+    for answer in (visitor.get(link), visitor.get(revoked), visitor.get("/join/" + "x" * 32),
+                   signup(visitor, link, password_again="differs!!"),
+                   signed_in(site, "ada@example.org").get(link)):
+        assert answer.headers.get("Referrer-Policy") in safe, answer.headers.get("Referrer-Policy")
+        page = answer.get_data(as_text=True)
+        outside = [u for u in re.findall(r'(?:src|href|action)="([^"]*)"', page)
+                   if re.match(r"(?i)^(https?:)?//", u) and not u.startswith("http://localhost/")]
+        assert outside == [], outside
+
+
+def test_the_apps_log_lines_never_hold_a_whole_link(prof, site, ada, database_url, caplog):
+    """Every step of a link's life (made, opened, joined, signed up through, refused,
+    revoked, its sign-in bounce) logged at DEBUG: the whole token is in no record."""
+    caplog.set_level(logging.DEBUG)
+    teacher, course_url = prof
+    link = make_link(teacher, course_url, max_uses="2")
+    visitor = site.test_client()
+    visitor.get(link)
+    signup(visitor, link, email="not-an-address")
+    signup(visitor, link, password_again="differs!!")
+    signup(visitor, link)
+    ada.post(link, data={"csrf_token": token(ada, link)})
+    site.test_client().post(link, data={})  # signed out: bounced to the sign-in, and a CSRF refusal
+    bob = signed_in(site, "bob@example.org")
+    bob.post(link, data={"csrf_token": token(bob, link)})  # the last place
+    bob.post(link, data={"csrf_token": token(bob, "/exercises")})
+    site.test_client().get(link)  # 410
+    teacher.post(f"{course_url}/invitations/{invitation(database_url, link).id}/revoke",
+                 data={"csrf_token": token(teacher, course_url)})
+    site.test_client().get(link[:-1])  # 404
+    records = "\n".join(f"{r.name} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert secret(link) not in records and secret(link)[8:] not in records
+
+
+def test_access_log_lines_naming_a_link_anywhere_are_masked(prof, site):
+    """Werkzeug's access logger, as the app configures it: the link in the path, in the
+    `next` of the sign-in link and of a signed-out Join's bounce (as the app writes them)
+    and in the Referer is masked."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    page = site.test_client().get(link).get_data(as_text=True)
+    sign_in_href = re.search(r'href="(/login\?next=[^"]*)"', page).group(1).replace("&amp;", "&")
+    bounce = site.test_client().post(link, data={}).location  # a signed-out Join's way to the sign-in
+    lines = [f'"GET {link} HTTP/1.1" 200 -', f'"POST {link}/account HTTP/1.1" 303 -',
+             f'"GET {sign_in_href} HTTP/1.1" 200 -', f'"GET {bounce} HTTP/1.1" 200 -',
+             f'"GET /static/site.css HTTP/1.1" 200 - "http://localhost{link}"']
+    logger = logging.getLogger("werkzeug")
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    keep = Keep()
+    logger.addHandler(keep)
+    try:
+        for line in lines:
+            logger.warning("%s", line)  # werkzeug logs at INFO; WARNING passes whatever the level
+    finally:
+        logger.removeHandler(keep)
+    assert len(seen) == len(lines)
+    for line in seen:
+        assert secret(link) not in line, line
+
+
+@pytest.mark.xfail(strict=True, reason="Flask's own 'Exception on <path>' log line is not masked in the text log format (open)")
+def test_an_internal_error_on_a_join_url_leaks_the_link_nowhere(prof, database_url, redis, monkeypatch, caplog):
+    """The database fails while a join page is drawn or a sign-up is sent (a 500): the
+    error log line (Flask's "Exception on <path> [GET]", in the default text log format,
+    which the access logs' mask does not cover) must not hold the whole link."""
+    from grader.app import create_app
+    from sqlalchemy.exc import OperationalError
+
+    caplog.set_level(logging.DEBUG)
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    app = create_app({"TESTING": False, "PROPAGATE_EXCEPTIONS": False, "DATABASE_URL": database_url})
+
+    def broken(*_args, **_kwargs):
+        raise OperationalError("SELECT ...", {}, Exception("server closed the connection unexpectedly"))
+
+    monkeypatch.setattr(invitations, "find", broken)
+    visitor = app.test_client()
+    for answer in (visitor.get(link), visitor.post(f"{link}/account", data={**NEWCOMER,
+                                                                            "csrf_token": token(visitor, "/login")})):
+        assert answer.status_code == 500
+        assert "Traceback" not in answer.get_data(as_text=True)
+    records = "\n".join(f"{r.name} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert secret(link) not in records, [r.getMessage() for r in caplog.records if secret(link) in r.getMessage()]
+
+
+# ------------------------------------------------------------------ guessing, odd tokens
+
+def test_a_token_near_the_real_one_opens_nothing_and_looks_like_any_unknown_one(prof, site, database_url):
+    """Enumeration: the real token's first 8 characters (what the instructor's list
+    shows), all but its last, one more, another case, padding: each refused exactly like a
+    random token (same status, same page), so no answer tells how close a guess came."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    real = secret(link)
+    visitor = site.test_client()
+    baseline = visitor.get("/join/" + "A" * len(real))
+    assert baseline.status_code == 404
+    said = ALERT.findall(baseline.get_data(as_text=True))
+    assert said
+    for guess in (real[:8], real[:-1], real + "A", real.swapcase(), real + "=", real + "%3D", f" {real}",
+                  f"{real}%00", real[:8] + "A" * (len(real) - 8)):
+        answer = visitor.get(f"/join/{guess}")
+        assert answer.status_code == 404, guess
+        assert ALERT.findall(answer.get_data(as_text=True)) == said, guess
+        assert "Deep learning" not in answer.get_data(as_text=True)
+    with db.transaction(database_url) as s:  # the database holds no usable form of it
+        stored = s.scalar(select(Invitation))
+        assert real not in (stored.token_hash, stored.prefix) and len(stored.prefix) <= 8
+
+
+@pytest.mark.parametrize("path", [
+    "/join/" + "a" * 101, "/join/" + "a" * 10_000, "/join/%00", "/join/%ff%fe", "/join/%c0%af", "/join/..%2F..%2Fadmin",
+    "/join/%EF%BF%BD" * 3, "/join/" + "\u00fc" * 60, "/join/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    "/join/%0d%0aSet-Cookie:%20x=1", "/join/%ED%A0%80", "/join/" + "%F0%9F%98%80" * 30, "/join/%20",
+    "/join/'%20OR%201=1--", "/join/%25s%25s%25n"])
+def test_odd_and_huge_tokens_are_unknown_links_never_errors(prof, site, database_url, path):
+    """Odd characters, encoded NULs, lone surrogates, invalid UTF-8, SQL and format
+    strings, a 10,000-character token: every join route answers 404 (or 405), never a 500,
+    makes nothing and reflects nothing as markup."""
+    teacher, course_url = prof
+    make_link(teacher, course_url)
+    before = accounts(database_url)
+    visitor = site.test_client()
+    csrf = token(visitor, "/login")
+    bob = signed_in(site, "bob@example.org")
+    bob_csrf = token(bob, "/exercises")
+    for answer in (visitor.get(path), visitor.post(f"{path}/account", data={**NEWCOMER, "csrf_token": csrf}),
+                   bob.post(path, data={"csrf_token": bob_csrf})):
+        assert answer.status_code in (404, 405), (path[:60], answer.status_code)
+        text = answer.get_data(as_text=True)
+        assert "<script>alert(1)" not in text and "Set-Cookie: x=1" not in str(answer.headers)
+    assert accounts(database_url) == before
+    assert role_of(database_url, "bob@example.org", course_url) is None
+
+
+# ------------------------------------------------------------------ LMS courses
+
+def test_an_lms_course_takes_no_link_from_its_instructor_an_admin_or_the_command_line(prof, site, database_url,
+                                                                                     monkeypatch):
+    """An LMS course (platform_id set): its instructor's form, an admin's and `grader
+    course invite` all refuse, and no link is stored."""
+    from grader.cli import main
+
+    teacher, _course_url = prof
+    lms_url = lms_course(database_url, "prof@example.org")
+    ines = signed_in(site, "ines@example.org")
+    for client in (teacher, ines):
+        refused = client.post(f"{lms_url}/invitations", data={"role": "student", "days": "3",
+                                                              "csrf_token": token(client, lms_url)})
+        assert refused.status_code == 422
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    ran = CliRunner().invoke(main, ["course", "invite", "--course", lms_url.rsplit("/", 1)[1]])
+    assert ran.exit_code == 1 and "/join/" not in ran.output
+    assert invitation_count(database_url) == 0
+
+
+def test_the_command_line_makes_no_instructor_or_out_of_range_link(prof, database_url, monkeypatch):
+    """`grader course invite` with --role instructor/admin, days or uses out of range, or a
+    course id that is no course: refused, nothing printed that opens anything, no row."""
+    from grader.cli import main
+
+    _teacher, course_url = prof
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    cid = course_url.rsplit("/", 1)[1]
+    for args in (["--role", "instructor"], ["--role", "admin"], ["--days", "0"], ["--days", "181"],
+                 ["--days", "-3"], ["--uses", "0"], ["--uses", "-1"], ["--uses", "10001"]):
+        ran = CliRunner().invoke(main, ["course", "invite", "--course", cid, *args])
+        assert ran.exit_code != 0 and "/join/" not in ran.output, (args, ran.output)
+    for bad in ("0", "-1", "2147483648", "99999999999999999999"):
+        ran = CliRunner().invoke(main, ["course", "invite", "--course", bad])
+        assert ran.exit_code != 0 and "/join/" not in ran.output and "Traceback" not in ran.output, (bad, ran.output)
+    assert invitation_count(database_url) == 0
+
+
+# ------------------------------------------------------------------ huge inputs, the sign-up limit
+
+@pytest.mark.parametrize("field,value", [
+    ("name", "N" * 10_000),
+    ("name", "N" * 201),
+    ("email", "x@example.org" + "o" * 10_000),
+    ("email", "a" * 400 + "@example.org"),
+    ("password", "p" * (1 << 20)),
+    ("password", "p" * 1001),
+    ("name", "Grace\x00Hopper"),
+    ("email", "grace\x00@example.org"),
+])
+def test_huge_or_broken_sign_up_fields_are_refused_and_store_nothing(prof, site, database_url, field, value):
+    """A 10k-character name or address, a 1 MB password, a NUL: a clear 4xx (422, or 413
+    for a body too large), never a 500, never an account (not a silently shortened one)."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    visitor = site.test_client()
+    before = accounts(database_url)
+    changes = {field: value}
+    if field == "password":
+        changes["password_again"] = value
+    answer = signup(visitor, link, **changes)
+    assert 400 <= answer.status_code < 500, answer.status_code
+    assert accounts(database_url) == before
+    assert value not in answer.get_data(as_text=True) or field != "password"
+    assert invitation(database_url, link).uses == 0
+
+
+@pytest.mark.xfail(strict=True, reason="names made only of invisible characters (U+200B, U+3164...) pass the blank check (open)")
+@pytest.mark.parametrize("name", ["\u200b", "\u200b\u200c\u2060", "\u2800", "\u3164", "\u202e"])
+def test_an_invisible_name_is_refused_like_a_blank_one(prof, site, database_url, name):
+    """The sign-up refuses a blank name ("Give your name"); a name of zero-width or blank
+    looking characters only (which str.split() does not count as space) must not make an
+    account that shows on the course's member list as nobody."""
+    teacher, course_url = prof
+    link = make_link(teacher, course_url)
+    before = accounts(database_url)
+    answer = signup(site.test_client(), link, name=name)
+    assert answer.status_code == 422, answer.status_code
+    assert accounts(database_url) == before
+
+
+def test_the_sign_up_limit_counts_refusals_and_is_not_reset_by_a_forged_address(prof, database_url, redis):
+    """One address: refused sign-ups count against the limit, another link or another
+    X-Forwarded-For / X-Real-IP header does not reset it, and the refusal stores nothing."""
+    from grader.app import create_app
+
+    teacher, course_url = prof
+    links = [make_link(teacher, course_url), make_link(teacher, course_url)]
+    strict = create_app({"TESTING": True, "DATABASE_URL": database_url, "SIGNUP_ADDRESS_LIMIT": "3 per hour"})
+    visitor = strict.test_client()
+    before = accounts(database_url)
+    assert signup(visitor, links[0], email="bad").status_code == 422
+    assert signup(visitor, links[1], password_again="differs!!").status_code == 422
+    assert signup(visitor, links[0], email="ok1@example.org").status_code == 303
+    refused = []
+    for i in range(3):  # a new browser each time, a forged client address each time
+        fresh = strict.test_client()
+        csrf = token(fresh, links[i % 2])
+        refused.append(fresh.post(f"{links[i % 2]}/account", data={**NEWCOMER, "email": f"more{i}@example.org",
+                                                                    "csrf_token": csrf},
+                                  headers={"X-Forwarded-For": f"203.0.113.{i}", "X-Real-IP": f"198.51.100.{i}"}))
+    assert [r.status_code for r in refused] == [429, 429, 429]
+    assert accounts(database_url) == before + 1
+    assert "Retry-After" in refused[0].headers
