@@ -31,6 +31,11 @@ def parse(text: str) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """A stored time as aware UTC: SQLite hands back naive datetimes, which are UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 @contextmanager
 def travel(to: datetime) -> Iterator[None]:
     """The service's now is ``to`` (and runs on from there) while the block runs."""

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from grader import submissions
 from grader.accounts.models import Role, User
 from grader.catalog import is_slug
+from grader.clock import as_utc
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.courses import rules as course_rules
 from grader.courses.members import set_role
@@ -72,9 +73,7 @@ def shown(moment: datetime | None, course: Course) -> str:
     return f"{local:%Y-%m-%d %H:%M} {local.tzname()} ({tz.key})"
 
 
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands back naive UTC; every time the service stores is UTC.
-    return moment.replace(tzinfo=ZoneInfo("UTC")) if moment.tzinfo is None else moment
+_aware = as_utc  # every time the service stores is UTC; SQLite hands it back naive
 
 
 # ------------------------------------------------------------------ courses and members

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta, timezone
+from datetime import timedelta
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
@@ -19,6 +19,7 @@ from grader.accounts.models import User
 from grader.courses.assignments import CourseError, role_in
 from grader.courses.members import set_role
 from grader.courses.models import Course, Invitation, MemberRole
+from grader.clock import as_utc
 from grader.db import now
 
 INVITED_ROLES = (MemberRole.STUDENT, MemberRole.TA)  # an instructor is made by the roster, never by a link
@@ -94,7 +95,7 @@ def find(session: Session, token: str) -> tuple[Invitation, Course]:
                                                 "it was copied whole")
     if row.revoked_at is not None:
         raise CourseError("invitation_revoked", "this invitation link was withdrawn by the course's instructor")
-    if _aware(row.expires_at) <= now():
+    if as_utc(row.expires_at) <= now():
         raise CourseError("invitation_expired", "this invitation link has expired")
     if row.max_uses is not None and row.uses >= row.max_uses:
         raise CourseError("invitation_used_up", "this invitation link has been used as many times as it allows")
@@ -117,8 +118,3 @@ def accept(session: Session, token: str, user: User) -> tuple[Course, str, bool]
         raise CourseError("invitation_used_up", "this invitation link has been used as many times as it allows")
     set_role(session, course.id, user.id, row.role)
     return course, row.role, before is None
-
-
-def _aware(moment):
-    """SQLite hands back naive UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader.lti.models import LtiKey
+from grader.lti.tool import KeyPair
 
 PUBLISHED = 2  # keys in the JWKS: the current one and its predecessor
 
@@ -41,6 +42,12 @@ def current(session: Session) -> LtiKey:
     """The key the tool signs with; made on first use."""
     row = session.scalars(select(LtiKey).order_by(LtiKey.created_at.desc(), LtiKey.id.desc()).limit(1)).first()
     return row or generate(session)
+
+
+def current_pair(session: Session) -> KeyPair:
+    """The current key as the tool's calls to a platform take it."""
+    row = current(session)
+    return KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
 
 
 def jwks(session: Session) -> dict:

@@ -33,7 +33,7 @@ from grader.db import now
 from grader.lti import keys, roles
 from grader.lti.models import LtiPlatform, LtiRoster
 from grader.lti.platforms import as_platform, lms_user_id, service_url_ok
-from grader.lti.tool import KeyPair, Member, ServiceError, fetch_members
+from grader.lti.tool import Member, ServiceError, fetch_members
 from grader.tasks import NOTIFY_QUEUE, send_task
 
 log = logging.getLogger(__name__)
@@ -113,8 +113,7 @@ def sync(course_id: int, *, timeout: float = 10, database_url: str | None = None
             raise NoRoster(f"course {course_id} has no roster to read: a local course, or one whose LMS named no "
                            f"roster service (Names and Role Provisioning) in its launches")
         platform = as_platform(session.get(LtiPlatform, course.platform_id))
-        key_row = keys.current(session)
-        key = KeyPair(kid=key_row.kid, private_pem=key_row.private_pem, public_pem=key_row.public_pem)
+        key = keys.current_pair(session)
         url = row.memberships_url
     try:
         found = fetch_members(platform, key, memberships_url=url, timeout=timeout)

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 import redis as redis_py
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from grader import db
+from grader.clock import as_utc
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
 from grader.courses import assignments
@@ -151,11 +152,6 @@ class _Outgoing:
         return self.submission_id or f"the score set by hand of target {self.target_id}"
 
 
-def _key(session) -> KeyPair:
-    row = keys.current(session)
-    return KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
-
-
 def _wanted(target: LtiGradeTarget, exercise: Exercise) -> dict | None:
     return None if target.lineitem_url else dict(
         lineitems_url=target.lineitems_url, resource_link_id=target.resource_link_id,
@@ -178,9 +174,9 @@ def publish_score(self, submission_id: str, target_id: int, changed_at: str | No
             return "superseded"  # a newer grade's own task sends the latest score
         finished = row.finished_at
         if changed_at:  # what counts changed after the grade (an override, an extension): newer than it
-            finished = max(finished, datetime.fromisoformat(changed_at), key=_aware_utc)
+            finished = max(finished, datetime.fromisoformat(changed_at), key=as_utc)
         out = _Outgoing(target_id=target_id, submission_id=submission_id, platform=as_platform(target.platform),
-                        key=_key(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
+                        key=keys.current_pair(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
                         score=_score(session, row, config.lti_score_policy),
                         maximum=float(row.max_score or row.exercise.max_score or 0), timestamp=finished,
                         wanted=_wanted(target, row.exercise))
@@ -203,9 +199,9 @@ def publish_standing(self, target_id: int, changed_at: str | None = None) -> str
             return "missing"  # nothing set by hand (any more): nothing to send
         exercise = session.get(Exercise, assignment.exercise_slug)
         out = _Outgoing(target_id=target_id, submission_id=None, platform=as_platform(target.platform),
-                        key=_key(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
+                        key=keys.current_pair(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
                         score=float(standing.counted.score), maximum=float(exercise.max_score or 0),
-                        timestamp=_aware_utc(standing.override.set_at), wanted=_wanted(target, exercise))
+                        timestamp=as_utc(standing.override.set_at), wanted=_wanted(target, exercise))
     return _deliver(self, out, config)
 
 
@@ -343,11 +339,6 @@ def _store_lineitem(target_id: int, url: str) -> bool:
             return False
         target.lineitem_url = url
         return True
-
-
-def _aware_utc(moment: datetime) -> datetime:
-    """SQLite gives naive datetimes back; they are UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _record(target_id, submission_id, score, maximum, attempt, outcome, status, error) -> None:

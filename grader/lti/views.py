@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import (Blueprint, abort, current_app, g, jsonify, redirect, render_template, request, session,
+from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
                    url_for)
 from flask_babel import gettext as _
 from sqlalchemy import func, select
@@ -18,11 +18,11 @@ from grader.courses.models import STAFF_ROLES, Assignment, Course
 from grader.extensions import get_db
 from grader.lti import keys, platforms, roles, roster
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
-from grader.lti.tool import (LINEITEM_SCOPE, NRPS_SCOPE, PROBLEMS, SCORE_SCOPE, KeyPair, Launch, LaunchError,
-                              LinkItem, Tool)
+from grader.lti.tool import (LINEITEM_SCOPE, NRPS_SCOPE, PROBLEMS, SCORE_SCOPE, Launch, LaunchError, LinkItem,
+                              Tool)
 from grader.settings import settings
 from grader.web.auth import admin_required, login_required, platform_registrar_required
-from grader.web.courses import _course as _course_and_role, _course_page
+from grader.web.courses import _course_page, instructor_course
 from grader.webhooks import Webhook, WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,7 @@ RESOURCE_LINK = "LtiResourceLinkRequest"
 
 def _tool() -> Tool:
     with get_db() as s:
-        row = keys.current(s)
-        key = KeyPair(kid=row.kid, private_pem=row.private_pem, public_pem=row.public_pem)
+        key = keys.current_pair(s)
 
     def find(issuer: str):
         with get_db() as s:
@@ -335,9 +334,7 @@ def roster_sync(course_id: int):
     """The course's instructor asks for its roster from the LMS now; a worker reads it and
     the course page shows how it went."""
     with get_db() as s:
-        course, role = _course_and_role(s, course_id)  # 404 to whoever is not in the course
-        if role != "instructor" and not access.is_admin(g.user):
-            abort(403)
+        course = instructor_course(s, course_id)
         offered = roster.of_course(s, course.id) is not None
     if not offered:
         return _course_page(course_id, status=409, error=_(

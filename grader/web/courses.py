@@ -39,6 +39,15 @@ def _course(s, course_id: int) -> tuple[Course, str | None]:
     return course, role
 
 
+def instructor_course(s, course_id: int) -> Course:
+    """The course, for its instructor or an administrator: 404 to whoever is not in it,
+    403 to its other members."""
+    course, role = _course(s, course_id)
+    if role != "instructor" and not access.is_admin(g.user):
+        abort(403)
+    return course
+
+
 def _staff(role: str | None) -> bool:
     return role in STAFF_ROLES or access.is_admin(g.user)
 
@@ -164,9 +173,7 @@ def course_roster(course_id: int):
         text = upload.stream.read(1 << 20).decode("utf-8", "replace")
     try:
         with get_db() as s:
-            course, role = _course(s, course_id)
-            if role != "instructor" and not access.is_admin(g.user):
-                abort(403)
+            course = instructor_course(s, course_id)
             result = courses.import_roster(s, course, courses.roster_rows(text))
     except courses.CourseError as exc:
         return _course_page(course_id, error=exc.message, status=422)

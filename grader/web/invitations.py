@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import logging
 
-from flask import abort, current_app, g, redirect, render_template, request, url_for
+from flask import current_app, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy.exc import IntegrityError
 
 from grader.accounts import users
-from grader.courses import access, invitations
+from grader.courses import invitations
 from grader.accounts.models import User
 from grader.courses.assignments import CourseError, role_in
 from grader.extensions import get_db, limiter
 from grader.web import bp
 from grader.web.auth import login_required, sign_in
-from grader.web.courses import _course, _course_page
+from grader.web.courses import _course_page, instructor_course
 
 log = logging.getLogger(__name__)
 
 GONE = ("invitation_revoked", "invitation_expired", "invitation_used_up")
+
+
+def _status(exc: CourseError) -> int:
+    """410 for a link that was good once, 404 for one that never was."""
+    return 410 if exc.code in GONE else 404
 
 
 def refusal(exc: CourseError) -> str:
@@ -45,13 +50,6 @@ def refusal(exc: CourseError) -> str:
     return texts.get(exc.code, lambda: exc.message)()
 
 
-def _instructor_of(s, course_id: int):
-    course, role = _course(s, course_id)
-    if role != "instructor" and not access.is_admin(g.user):
-        abort(403)
-    return course
-
-
 # ------------------------------------------------------------------ the instructor's side
 
 @bp.post("/courses/<int:course_id>/invitations")
@@ -60,7 +58,7 @@ def invitation_create(course_id: int):
     form = request.form
     try:
         with get_db() as s:
-            course = _instructor_of(s, course_id)
+            course = instructor_course(s, course_id)
             row, token = invitations.create(s, course, role=form.get("role"), days=form.get("days"),
                                             max_uses=form.get("max_uses"), by=g.user.email or g.user.name)
             prefix, role = row.prefix, row.role
@@ -77,7 +75,7 @@ def invitation_create(course_id: int):
 def invitation_revoke(course_id: int, invitation_id: int):
     try:
         with get_db() as s:
-            invitations.revoke(s, _instructor_of(s, course_id), invitation_id)
+            invitations.revoke(s, instructor_course(s, course_id), invitation_id)
     except CourseError as exc:
         return _course_page(course_id, error=refusal(exc), status=404)
     log.info("invitation %s of course %s revoked by user %s", invitation_id, course_id, g.user.id)
@@ -93,7 +91,7 @@ def _page(token: str, *, error: str | None = None, form=None, status: int = 200)
             row, course = invitations.find(s, token)
         except CourseError as exc:
             return render_template("courses/join.html", refused=refusal(exc), token=token), \
-                410 if exc.code in GONE else 404
+                _status(exc)
         member_role = role_in(s, course, g.user) if g.user is not None else None
         return render_template("courses/join.html", refused=None, course=course, role=row.role, token=token,
                                member_role=member_role, error=error, form=form or {},
@@ -113,7 +111,7 @@ def join_accept(token: str):
             course, role, joined = invitations.accept(s, token, s.get(User, g.user.id))
             course_id = course.id
     except CourseError as exc:
-        return _page(token, error=refusal(exc), status=410 if exc.code in GONE else 404)
+        return _page(token, error=refusal(exc), status=_status(exc))
     if joined:
         log.info("user %s joined course %s as %s through an invitation link", g.user.id, course_id, role)
     return redirect(url_for("web.course_page", course_id=course_id), code=303)
@@ -134,12 +132,12 @@ def join_signup(token: str):
         return _page(token, error=_("The two passwords differ."), form=kept, status=422)
     try:
         with get_db() as s:
-            invitations.find(s, token)  # a dead link makes no account
+            invitations.find(s, token)  # a dead link is said before any mistake in the form
             user = users.register(s, email=kept["email"], name=kept["name"], password=password)
             course, role, _joined = invitations.accept(s, token, user)
             course_id, user_id = course.id, user.id
     except CourseError as exc:
-        return _page(token, error=refusal(exc), status=410 if exc.code in GONE else 404)
+        return _page(token, error=refusal(exc), status=_status(exc))
     except users.AccountError as exc:
         return _page(token, error=_account_refusal(exc), form=kept, status=422)
     except IntegrityError:  # the same address, made a moment ago by another request
