@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import uuid
 from pathlib import Path
 
@@ -36,6 +38,18 @@ def grade_file(target):
 
 # ------------------------------------------------------------------ the service's parts
 
+@pytest.fixture(autouse=True, scope="session")
+def affordable_password_hashes():
+    """scrypt at 1/32 of its production cost: the same algorithm and code, at a price a
+    thousand accounts made in the tests can pay (a hash carries its own parameters, so
+    one made here checks the same way)."""
+    from grader.accounts import users
+
+    production, users.PASSWORD_METHOD = users.PASSWORD_METHOD, "scrypt:1024:8:1"
+    yield
+    users.PASSWORD_METHOD = production
+
+
 POSTGRES_ADMIN = "host=127.0.0.1 user=postgres dbname=postgres connect_timeout=5"
 
 
@@ -64,17 +78,37 @@ def postgres_template():
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    """A SQLite file at the newest migration, migrated once per run: each test copies it
+    (a copy takes a millisecond; migrating takes more than a second)."""
+    import sqlite3
+
+    from grader import db
+
+    path = tmp_path_factory.mktemp("sqlite-template") / "grader.db"
+    url = f"sqlite:///{path}"
+    db.upgrade(url)
+    db.engine_for(url).dispose()
+    # One self-contained file: what the write-ahead log holds goes into it before copies.
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")
+    return path
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request, tmp_path):
-    """A fresh database at the newest migration: a SQLite file, or a PostgreSQL database
-    made for this test and dropped after it."""
+    """A fresh database at the newest migration: a copy of a migrated SQLite file, or a
+    PostgreSQL database copied from a migrated template and dropped after the test."""
     import psycopg
 
     from grader import db
 
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'grader.db'}"
-        db.upgrade(url)
+        path = tmp_path / "grader.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        path.chmod(0o600)
+        url = f"sqlite:///{path}"
         yield url
         db.engine_for(url).dispose()
         return
@@ -136,3 +170,58 @@ def app(database_url, redis):
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+# ------------------------------------------------------------------ markers: the real parts a test uses
+
+# `bash scripts/test --fast` leaves out what starts a Celery worker, a browser or a sandbox,
+# and the PostgreSQL variants; the markers come from what a test's code and fixtures use,
+# so a new test is marked without anyone remembering to.
+PART_NAMES = {
+    "worker": {"start_worker"},
+    "browser": {"sync_playwright", "CHROMIUM"},
+    # grading runs both sandboxes: the engine, a bundle's check and its mutants, and the
+    # `grader` commands that grade ("grade", "check", "new" as strings of a command line)
+    "sandbox": {"grade", "grade_file", "ExerciseSandbox", "Sandbox", "sandbox_for", "exercise_sandbox",
+                "check", "mutation", "bwrap_command", "'grade'", "'check'", "'new'"},
+}
+PART_FIXTURES = {"browser": {"browser"}, "sandbox": {"grade_file", "target"}}
+
+
+def _names_used(function, seen: set) -> set[str]:
+    """The global names a function's code uses, followed into the tests' own helper functions
+    (a helper of tests/ that starts a worker makes its callers worker tests)."""
+    code = getattr(function, "__code__", None)
+    if code is None or code in seen:
+        return set()
+    seen.add(code)
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        names.update(repr(const) for const in current.co_consts if isinstance(const, str) and len(const) < 10)
+        stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
+    for name in list(names):
+        helper = function.__globals__.get(name)
+        helper = getattr(helper, "__wrapped__", helper)
+        if callable(helper) and hasattr(helper, "__code__") and \
+                Path(helper.__code__.co_filename).is_relative_to(TESTS):
+            names |= _names_used(helper, seen)
+    return names
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        fixtures = set(item.fixturenames)
+        functions = [item.function] + [definition.func for defs in item._fixtureinfo.name2fixturedefs.values()
+                                       for definition in defs]
+        seen: set = set()
+        names = set().union(*(_names_used(f, seen) for f in functions))
+        for part, used in PART_NAMES.items():
+            if names & used or fixtures & PART_FIXTURES.get(part, set()):
+                item.add_marker(part)
+        if "database_url" in fixtures:
+            item.add_marker("db")
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            if params.get("database_url") == "postgresql":
+                item.add_marker("postgresql")

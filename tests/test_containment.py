@@ -18,7 +18,7 @@ from grader.engine.inside import seccomp
 from grader.engine.bwrap import MASK, SANDBOX_VENV, bwrap_command, installed_copies
 from grader.engine.sandbox import Limits, Sandbox, SandboxUnavailable
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need the worker to be root")
+pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need the worker to be root")]
 
 
 @pytest.fixture

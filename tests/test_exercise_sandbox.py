@@ -22,7 +22,8 @@ from grader.engine import exercise_sandbox, grading
 from grader.engine.bwrap import GRADER_PACKAGE
 from grader.engine.grading import grade
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandboxes need the worker to be root (cgroups)")
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the sandboxes need the worker to be root (cgroups)")]
 
 TESTS = Path(__file__).resolve().parent
 HOSTILE = TESTS / "fixtures" / "exercises" / "hostile-exercise"

@@ -16,10 +16,13 @@ from grader.accounts.models import ApiKey, Role, User
 from grader.db import now
 
 MIN_PASSWORD = 8
+# scrypt at werkzeug's cost (N=2^15). A hash records its own parameters, so a check works
+# whatever the cost was when it was made.
+PASSWORD_METHOD = "scrypt:32768:8:1"
 _EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$")
 # Compared against when the email is unknown, so that a wrong email costs as long as
 # a wrong password and the timing does not tell which accounts exist.
-_NOBODY = generate_password_hash("not anybody's password")
+_NOBODY = generate_password_hash("not anybody's password", PASSWORD_METHOD)
 
 
 class AccountError(ValueError):
@@ -49,7 +52,7 @@ def create_user(session: Session, *, email: str, password: str, role: str = Role
     if session.scalar(select(User).where(func.lower(User.email) == email)) is not None:
         raise AccountError(f"there is already an account for {email}", "email_taken")
     user = User(email=email, name=name.strip() or email.split("@")[0], role=role,
-                password_hash=generate_password_hash(password))
+                password_hash=generate_password_hash(password, PASSWORD_METHOD))
     session.add(user)
     session.flush()
     return user
@@ -91,7 +94,7 @@ def set_password(session: Session, email: str, password: str) -> User:
         raise AccountError(f"there is no account for {normalise_email(email)}")
     if len(password) < MIN_PASSWORD:
         raise AccountError(f"the password must be at least {MIN_PASSWORD} characters")
-    user.password_hash = generate_password_hash(password)
+    user.password_hash = generate_password_hash(password, PASSWORD_METHOD)
     end_sessions(user)
     session.execute(update(ApiKey).where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
                     .values(revoked_at=now()))
