@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.engine import cgroup  # noqa: E402
-from grader.engine.inside import seccomp, walls, warm  # noqa: E402
+from grader.inside import seccomp, walls, warm  # noqa: E402
 from grader.engine.sandbox import Limits, Sandbox  # noqa: E402
 
 

@@ -35,7 +35,7 @@ from grader.settings import settings  # noqa: E402
 # The naive grader's student fixture: calls the submission in the test's own process.
 NAIVE_CONFTEST = '''
 import pytest, submission
-from grader.engine.inside import wire
+from grader.inside import wire
 from grader.testing import Call, StudentError
 
 class InProcessStudent:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader import catalog  # noqa: E402
 from grader.engine import grading  # noqa: E402
-from grader.suite import harness  # noqa: E402
+from grader.testing import harness  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:

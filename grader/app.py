@@ -15,8 +15,8 @@ from grader import api, web
 from grader.api.views import error_response
 from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
-from grader.lti import views as lti_views
-from grader.ops import logs
+from grader.web import lti as lti_views
+from grader import logs
 from grader.ops import views as ops_views
 from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
 from grader.web import errors

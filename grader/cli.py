@@ -64,7 +64,7 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
 
     from grader.catalog import CatalogError
     from grader.engine import SandboxUnavailable, grade
-    from grader.engine.report import COUNTED
+    from grader.protocol.report import COUNTED
     from grader.source import SourceError
     from grader.submissions import notebooks
 
@@ -103,7 +103,7 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
 @main.command("check")
 @click.argument("exercises", nargs=-1)
 @click.option("--mutate", is_flag=True, help="Mutate each reference solution and report the mutants "
-              "that still get full marks (see grader.catalog.mutation).")
+              "that still get full marks (see grader.authoring.mutation).")
 def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     """Check exercise bundles: the reference scores full marks (twice, identically),
     the starter less, and every mutant fails exactly as it declares.
@@ -111,9 +111,9 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
     """
     from grader import catalog
-    from grader.catalog import mutation
-    from grader.catalog.check import check
-    from grader.catalog.check_table import format_check
+    from grader.authoring import mutation
+    from grader.authoring.check import check
+    from grader.authoring.check_table import format_check
     from grader.engine import SandboxUnavailable
     from grader.settings import settings
 
@@ -143,7 +143,8 @@ def new_command(slug: str, folder: Path | None) -> None:
     (statement in English and Korean, starter, solution, a probe, hidden tests with points,
     hints and hints for errors, mutants with their declarations, the misconception table)
     that `grader check` passes. Change it into yours, checking as you go."""
-    from grader.catalog import CatalogError, copy_template
+    from grader.authoring.new import copy_template
+    from grader.bundle import CatalogError
     from grader.settings import settings
 
     target = (folder or settings().exercises_dir) / slug
@@ -579,7 +580,7 @@ def exercise_add_command(path: Path) -> None:
     """
     from grader import db
     from grader.catalog import uploads
-    from grader.catalog.check_table import CheckRow, format_check
+    from grader.authoring.check_table import CheckRow, format_check
     from grader.catalog.models import Upload, UploadStatus
     from grader.catalog.tasks import check_and_publish
     from grader.engine import SandboxUnavailable
@@ -625,8 +626,9 @@ def exercise_push_command(path: Path, url: str, timeout: int) -> None:
     (the bundle is at fault); 2 not sent or not followed (the address, the key or the
     service is).
     """
-    from grader.catalog import push, uploads
-    from grader.catalog.check_table import format_check
+    from grader.authoring import push
+    from grader.catalog import uploads
+    from grader.authoring.check_table import format_check
 
     try:
         archive = uploads.pack(path) if path.is_dir() else path.read_bytes()

@@ -69,7 +69,7 @@ class Settings:
     # /metrics: a bearer token the scraper sends ("": none), else only these client networks.
     metrics_token: str = ""
     metrics_networks: str = METRICS_NETWORKS
-    log_format: str = "text"  # "json": one JSON object per line (grader/ops/logs.py)
+    log_format: str = "text"  # "json": one JSON object per line (grader/logs.py)
     worker_metrics_port: int = 0  # a worker serves its /metrics on this port; 0: it does not
 
     @classmethod

@@ -12,7 +12,7 @@ import os
 
 from celery import Celery, signals
 
-from grader.ops import logs, metrics
+from grader import logs, metrics
 from grader.settings import settings
 
 # The longest a grade may take (the longest exercise's submission limit, with room);

@@ -11,7 +11,7 @@ import pytest
 
 from grader import catalog
 from grader.engine.grading import grade
-from grader.engine.report import Report
+from grader.protocol.report import Report
 
 TESTS = Path(__file__).resolve().parent
 
@@ -220,6 +220,11 @@ def pytest_collection_modifyitems(items):
         for part, used in PART_NAMES.items():
             if names & used or fixtures & PART_FIXTURES.get(part, set()):
                 item.add_marker(part)
+        if any(item.get_closest_marker(part) for part in ("worker", "browser", "sandbox", "slow")):
+            # Under `pytest -n 2 --dist loadgroup` these run one at a time on one core, as
+            # they would alone (workers, sandboxes and browsers each want a core), while
+            # the other core takes the rest.
+            item.add_marker(pytest.mark.xdist_group("one-core"))
         if "database_url" in fixtures:
             item.add_marker("db")
             params = getattr(getattr(item, "callspec", None), "params", {})

@@ -3,9 +3,9 @@
 import torch
 
 from grader import catalog
-from grader.catalog import mutation
+from grader.authoring import mutation
 from grader.engine import grade
-from grader.evidence import assigns_grad, rebuilds_graph
+from grader.testing.evidence import assigns_grad, rebuilds_graph
 from grader.settings import settings
 
 
@@ -96,7 +96,7 @@ def _bundle_with_table(tmp_path, table_rows):
 
 
 def test_misconception_check_catches_undeclared_hints_and_uncovered_rows(tmp_path):
-    from grader.catalog import misconceptions
+    from grader.authoring import misconceptions
 
     exercise = _bundle_with_table(tmp_path, [
         "| `The gradient is twice too large` | backward twice | 8x | backward_twice |",

@@ -509,7 +509,7 @@ def test_db_upgrade_makes_the_schema(tmp_path, monkeypatch):
 def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_url, monkeypatch):
     from grader import catalog
     from grader.catalog import publishing
-    from grader.engine.report import Report
+    from grader.protocol.report import Report
 
     graded = []
 
@@ -539,7 +539,7 @@ def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_
 
 def test_exercise_sync_publishes_nothing_for_a_bundle_its_solution_fails(database_url, monkeypatch):
     from grader.catalog import publishing
-    from grader.engine.report import Report
+    from grader.protocol.report import Report
 
     def grade(bundle, source):
         status = "sandbox_error" if bundle.slug == "detach" else "graded"

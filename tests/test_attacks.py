@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from grader.engine import grading
-from grader.engine.report import Report
+from grader.protocol.report import Report
 from grader.engine.sandbox import Sandbox
 
 TESTS = Path(__file__).resolve().parent

@@ -261,7 +261,7 @@ def test_a_check_lost_with_its_worker_ends_as_rejected_with_the_reason(published
 
 
 def test_the_check_table_reads_in_korean(app):
-    from grader.catalog.check_table import CheckRow
+    from grader.authoring.check_table import CheckRow
     from grader.web.check_rows import check_text
 
     rows = [CheckRow("x", "solution", "full marks", "6/6 [graded]", True),

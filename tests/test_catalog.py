@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from grader import catalog
-from grader.catalog.check import check
-from grader.catalog.check_table import format_check
+from grader.authoring.check import check
+from grader.authoring.check_table import format_check
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.engine import cgroup
-from grader.engine.inside import seccomp
+from grader.inside import seccomp
 from grader.engine.bwrap import MASK, SANDBOX_VENV, bwrap_command, installed_copies
 from grader.engine.sandbox import Limits, Sandbox, SandboxUnavailable
 

@@ -13,7 +13,7 @@ import pytest
 
 from grader import clock, db
 from grader.accounts.models import User
-from grader.catalog.bundle import CatalogError
+from grader.bundle import CatalogError
 from grader.catalog.models import Exercise
 from grader.catalog.uploads import bundle_at
 from grader.courses import assignments as courses

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader import catalog
-from grader.catalog.check import check
+from grader.authoring.check import check
 from grader.engine import exercise_sandbox, grading
 from grader.engine.bwrap import GRADER_PACKAGE
 from grader.engine.grading import grade
@@ -242,7 +242,7 @@ def test_nothing_of_an_earlier_grade_is_in_the_memory_of_the_next(tmp_path, work
 def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_grades(tmp_path, worker):
     # A call, and at once the verdicts: the worker answers the call after the suite ended.
     stale = FORGE + ("def test_asks_and_leaves(student):\n"
-                     "    from grader.engine import protocol\n"
+                     "    from grader import protocol\n"
                      "    channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, "
                      "[__import__('torch').ones(2, requires_grad=True)], {}))\n"
                      "    channel().send({'event': 'finished', 'results': []})\n")
@@ -254,7 +254,7 @@ def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_
 def test_hidden_tests_that_ask_and_never_read_the_answers_cannot_hold_the_worker(tmp_path, worker, monkeypatch):
     monkeypatch.setattr(exercise_sandbox, "SUITE_GRACE_SECONDS", 2)
     flood = FORGE + ("def test_asks_and_never_reads(student):\n"
-                     "    from grader.engine import protocol\n"
+                     "    from grader import protocol\n"
                      "    big = __import__('torch').ones(2 << 20, requires_grad=True)\n"
                      "    for _ in range(3):\n"
                      "        channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, [big], {}))\n"
@@ -267,8 +267,8 @@ def test_hidden_tests_that_ask_and_never_read_the_answers_cannot_hold_the_worker
 
 def test_frames_as_large_as_allowed_cost_the_worker_a_bounded_amount_of_memory(tmp_path, worker):
     huge = FORGE + ("def test_huge_frames(student):\n"
-                    "    from grader.engine import protocol\n"
-                    "    from grader.engine.inside import wire\n"
+                    "    from grader import protocol\n"
+                    "    from grader.inside import wire\n"
                     "    n = (protocol.EVENT_HEADER - 100) // 3\n"
                     "    head = b'{\"event\":\"progress\",\"done\":0,\"total\":1,\"pad\":[' + b'{},' * (n - 1) + b'{}]}'\n"
                     "    for _ in range(3):\n"

@@ -261,11 +261,11 @@ def test_in_multiprocess_mode_a_prefork_worker_serves_its_pools_counts_added_up(
 def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
     """As gunicorn's workers do: each process counts into the folder, any process reads the sum."""
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
-    count = ("from grader.ops import metrics; import sys; "
+    count = ("from grader import metrics; import sys; "
              "metrics.SUBMISSIONS_RECEIVED.labels('autograd-basics', 'api').inc(int(sys.argv[1]))")
     for n in ("1", "2"):
         subprocess.run([sys.executable, "-c", count, n], cwd=ROOT, env=env, check=True, timeout=60)
-    shown = subprocess.run([sys.executable, "-c", "from grader.ops import metrics; "
+    shown = subprocess.run([sys.executable, "-c", "from grader import metrics; "
                             "print(metrics.exposition().decode())"],
                            cwd=ROOT, env=env, check=True, timeout=60, capture_output=True, text=True).stdout
     assert samples(shown)['grader_submissions_received_total{exercise="autograd-basics",way="api"}'] == 3
@@ -295,7 +295,7 @@ def test_json_log_lines_carry_the_grade_and_neither_the_source_nor_a_secret(serv
 def test_a_json_line_masks_passwords_tokens_keys_and_sql_parameters(monkeypatch):
     from sqlalchemy.exc import IntegrityError
 
-    from grader.ops.logs import JsonFormatter
+    from grader.logs import JsonFormatter
 
     monkeypatch.setenv("GRADER_SECRET_KEY", SECRET)
     out = io.StringIO()

@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from grader.engine.inside.wire import StudentException, TensorState
-from grader.feedback import EXERCISE_BUG, revealed
+from grader.inside.wire import StudentException, TensorState
+from grader.testing.feedback import EXERCISE_BUG, revealed
 from grader.testing import (Feedback, Hint, Mistake, StudentError, Text, describe, expect_close, expect_leaf,
                             expect_true, gradcheck_from_values, hints_for_errors)
 
@@ -178,7 +178,7 @@ def test_what_a_failed_test_shows_is_decided_in_one_place():
     ("def broken(:\n", False),
 ])
 def test_the_derivative_libraries_are_recognised_by_name_in_the_source(source, uses):
-    from grader.evidence import uses_derivative_library
+    from grader.testing.evidence import uses_derivative_library
 
     assert uses_derivative_library(source) is uses
 
@@ -190,6 +190,6 @@ def test_the_derivative_libraries_are_recognised_by_name_in_the_source(source, u
     ("    setattr(x, 'requires_grad', True)\n", False),
 ])
 def test_a_gradient_made_by_hand_is_found_in_the_source(body, assigns):
-    from grader.evidence import assigns_grad
+    from grader.testing.evidence import assigns_grad
 
     assert assigns_grad(f"def grad_2xtx(x):\n{body}    return x.grad\n", "grad_2xtx") is assigns

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from grader.engine.inside import wire
+from grader.inside import wire
 
 
 def roundtrip(value):

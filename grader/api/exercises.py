@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from grader.api.views import ApiError, _accepted, _key_limit, _key_prefix, bp, requires
 from grader.catalog import is_slug, uploads
-from grader.catalog.check_table import CheckRow
+from grader.authoring.check_table import CheckRow
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.extensions import get_db, limiter
 

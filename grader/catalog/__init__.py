@@ -1,20 +1,15 @@
-"""The catalogue: exercise bundles and what the service publishes of them.
+"""The catalogue: the service's exercises, as published and uploaded.
 
-    bundle.py      the bundle format (a folder with exercise.toml): a leaf, below the engine
-    template/      the annotated bundle `grader new SLUG` copies
-    check.py       a bundle's own files must grade as they say (uses the engine)
-    check_table.py the check's rows and their text form (without the engine)
-    models.py      published exercises and uploaded bundles, as stored
+    models.py      published exercise versions and uploaded bundles, as stored
     uploads.py     receiving an uploaded zip safely, unpacking it on a worker, publishing it
     publishing.py  publishing the catalogue folder (grader up, grader exercise sync)
     tasks.py       the check of an upload, on a worker
-    push.py        sending a bundle to a running service's API and following its check
 
-Importing this package gives the bundle format only; nothing here pulls in the engine.
+The bundle format is ``grader.bundle`` (its names are handed on here); the checks an
+author runs are ``grader.authoring``. Importing this package pulls in neither the engine
+nor the database.
 """
 
-from grader.catalog.bundle import (SLUG, TEMPLATE_DIR, Bundle, BundleLimits, CatalogError, all_bundles,
-                                   copy_template, find, is_slug, load)
+from grader.bundle import SLUG, Bundle, BundleLimits, CatalogError, all_bundles, find, is_slug, load
 
-__all__ = ["SLUG", "TEMPLATE_DIR", "Bundle", "BundleLimits", "CatalogError", "all_bundles", "copy_template",
-           "find", "is_slug", "load"]
+__all__ = ["SLUG", "Bundle", "BundleLimits", "CatalogError", "all_bundles", "find", "is_slug", "load"]

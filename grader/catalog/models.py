@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from grader.catalog.bundle import Bundle
+from grader.bundle import Bundle
 from grader.db import Base, now
 
 

@@ -10,7 +10,7 @@ import click
 from sqlalchemy import select
 
 from grader import db
-from grader.catalog.bundle import Bundle
+from grader.bundle import Bundle
 from grader.catalog.models import Exercise
 from grader.engine import grade
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from grader import db
-from grader.catalog.bundle import CatalogError
-from grader.catalog.check import check
+from grader.bundle import CatalogError
+from grader.authoring.check import check
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.catalog.uploads import CHECK_TASK, UploadError, materialize, owner_key
 from grader.db import now

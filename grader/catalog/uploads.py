@@ -30,7 +30,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from grader.tasks import queue_for, send_task
-from grader.catalog.bundle import Bundle, CatalogError, find, load
+from grader.bundle import Bundle, CatalogError, find, load
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.db import transaction
 from grader.settings import settings

@@ -21,7 +21,7 @@ from grader.courses.assignments import CourseError, counted, extension_of, overr
 from grader.courses.models import Assignment, Regrade, RegradeGrade, RegradeStatus
 from grader.courses.rules import Counted
 from grader.db import now
-from grader.ops import metrics
+from grader import metrics
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, queue_for, send_task
 

@@ -42,7 +42,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, load_only
 
 from grader.accounts.models import User
-from grader.catalog.bundle import CatalogError
+from grader.bundle import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at
 from grader.courses.assignments import CourseError, counted, course_of, members, rules_of
 from grader.courses.models import Assignment, Extension, MemberRole

@@ -22,8 +22,8 @@ from grader.courses.models import Regrade, RegradeGrade, RegradeStatus
 from grader.courses.regrades import PUBLISHED_TASK, QUEUE_DEADLINE, REGRADE_TASK, regrade_queue
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
-from grader.engine.report import INFRASTRUCTURE
-from grader.ops import metrics
+from grader.protocol.report import INFRASTRUCTURE
+from grader import metrics
 from grader.submissions.models import Submission
 from grader.submissions.notify import after_grade, after_standing_change
 from grader.tasks import GRADE_HARD_LIMIT, celery, send_task

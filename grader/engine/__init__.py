@@ -1,8 +1,9 @@
 """The grading engine: ``grade(exercise, source) -> Report``.
 
-The worker's side of both sandboxes: ``inside/`` is the only code mounted into the
-student sandbox, ``grader/suite/`` what runs in the exercise sandbox; the rest runs in
-the worker and runs neither's code. This package's own import stays lazy and light.
+The worker's side of both sandboxes, and only that: what runs inside them is
+``grader.inside`` (the student sandbox) and ``grader.testing`` (the exercise sandbox),
+and they speak ``grader.protocol``. Everything here runs in the worker and runs neither's
+code. This package's own import stays lazy and light.
 """
 
 __all__ = ["grade", "Report", "TestResult", "SandboxUnavailable"]
@@ -13,7 +14,7 @@ def __getattr__(name):
         from grader.engine.grading import grade
         return grade
     if name in ("Report", "TestResult"):
-        from grader.engine import report
+        from grader.protocol import report
         return getattr(report, name)
     if name == "SandboxUnavailable":
         from grader.engine.warm_process import SandboxUnavailable

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parent
-INSIDE_PACKAGE = ENGINE / "inside"
+INSIDE_PACKAGE = ENGINE.parent / "inside"
 GRADER_PACKAGE = ENGINE.parent
 MASK = ENGINE / "masked"
 SANDBOX_CODE = "/opt/grader"
@@ -51,7 +51,7 @@ class Room:
 
 
 STUDENT = Room("student", INSIDE_PACKAGE, "inside.warm", mask_installed=True)
-EXERCISE = Room("exercise", GRADER_PACKAGE, "grader.suite.warm", mask_installed=False)
+EXERCISE = Room("exercise", GRADER_PACKAGE, "grader.testing.warm", mask_installed=False)
 
 
 def sandbox_python() -> str:

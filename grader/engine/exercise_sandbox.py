@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from grader.catalog.bundle import Bundle
+from grader.bundle import Bundle
 from grader.engine.bwrap import EXERCISE
-from grader.engine.inside import wire
-from grader.engine.report import LANGUAGES, TestResult, coarse_ms
-from grader.engine import protocol
-from grader.engine.protocol import CallOutcome, ProtocolError, SuiteRun
+from grader.inside import wire
+from grader.protocol.report import LANGUAGES, TestResult, coarse_ms
+from grader import protocol
+from grader.protocol import CallOutcome, ProtocolError, SuiteRun
 from grader.engine.warm_process import WarmProcess
 
 log = logging.getLogger(__name__)

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Callable
 
 from grader import source as source_rules
-from grader.catalog.bundle import Bundle, CatalogError, find
+from grader.bundle import Bundle, CatalogError, find
 from grader.engine import blocked
 from grader.engine.exercise_sandbox import ExerciseSandbox, SuiteFailure
-from grader.engine.report import Report, coarse_ms
+from grader.protocol.report import Report, coarse_ms
 from grader.engine.sandbox import Limits, Sandbox
-from grader.engine.protocol import CallOutcome, ProtocolError
+from grader.protocol import CallOutcome, ProtocolError
 from grader.settings import settings as load_settings
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from grader.engine import cgroup
 from grader.engine.bwrap import STUDENT
-from grader.engine.inside import wire
-from grader.engine.protocol import CallOutcome
+from grader.inside import wire
+from grader.protocol import CallOutcome
 from grader.engine.warm_process import SandboxUnavailable, WarmProcess  # noqa: F401
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import time
 
 from grader.engine import cgroup
 from grader.engine.bwrap import Room, bwrap_command
-from grader.engine.inside import wire
+from grader.inside import wire
 from grader.settings import Settings, settings as load_settings
 
 log = logging.getLogger(__name__)

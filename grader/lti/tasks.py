@@ -34,7 +34,7 @@ from grader.lti import keys, roster
 from grader.lti.models import LtiGradeTarget, LtiScorePost
 from grader.lti.platforms import as_platform, lms_user
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
-from grader.ops import metrics
+from grader import metrics
 from grader.settings import settings
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.submissions.notify import on_finished, on_standing_changed

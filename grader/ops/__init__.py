@@ -1,6 +1,7 @@
-"""Operating the service: health probes, Prometheus metrics and JSON logs.
+"""Operating the service: health probes and the /metrics page.
 
-metrics.py and logs.py are leaves every part may import (a counter is incremented where
-the thing happens); health.py asks the database, the broker and the workers how they are;
-views.py serves /healthz, /readyz and /metrics. None of it imports the engine or torch.
+health.py asks the database, the broker and the workers how they are; views.py serves
+/healthz, /readyz and /metrics. The counters themselves (``grader.metrics``) and the log
+format (``grader.logs``) are leaves every part may import. None of it imports the engine
+or torch.
 """

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, current_app, jsonify, request
 
-from grader.ops import health, metrics
+from grader.ops import health
+from grader import metrics
 from grader.settings import settings
 
 bp = Blueprint("ops", __name__)

@@ -19,7 +19,7 @@ from grader.accounts.models import Role, User
 from grader.catalog import is_slug
 from grader.catalog.models import Exercise
 from grader.db import now
-from grader.ops import metrics
+from grader import metrics
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.submissions.notebooks import Notebook
 

@@ -19,8 +19,8 @@ from grader.catalog import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at, bundle_for
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
-from grader.engine.report import INFRASTRUCTURE
-from grader.ops import logs, metrics
+from grader.protocol.report import INFRASTRUCTURE
+from grader import logs, metrics
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
 from grader.submissions.models import FINISHED, PENDING, PracticeRun, Submission, SubmissionStatus
 from grader.submissions.notify import after_grade

@@ -1,4 +1,4 @@
-"""A bundle's check table in the reader's language. The check (grader.catalog.check) writes
+"""A bundle's check table in the reader's language. The check (grader.authoring.check) writes
 its rows in English for the command line and the API; the page puts each fixed phrase, and
 the numbers and names inside the known ones, into the reader's language. Anything else (a
 test's name, a hint, a TOML error) is shown as it was written."""

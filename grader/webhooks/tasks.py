@@ -9,7 +9,7 @@ import time
 import requests
 
 from grader import db, outbound
-from grader.ops import metrics
+from grader import metrics
 from grader.settings import settings
 from grader.submissions.models import Submission
 from grader.submissions.notify import on_finished

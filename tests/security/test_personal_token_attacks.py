@@ -447,7 +447,7 @@ def test_hidden_results_are_held_on_every_route_until_the_due_date(site, ada, da
 def test_a_held_report_carries_no_timing_of_the_hidden_tests(site, ada, database_url):
     """The site shows no durations; the API's held report keeps the whole run's duration_ms,
     which is the hidden tests' time plus the visible ones' (a channel the engine coarsens,
-    grader.engine.report.coarse_ms, but which is released only with the hidden results)."""
+    grader.protocol.report.coarse_ms, but which is released only with the hidden results)."""
     assignment = course_with(database_url, [("ada@example.org", "student")], feedback="after_due")
     key = new_token(ada)
     api = site.test_client()

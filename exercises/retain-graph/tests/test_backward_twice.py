@@ -1,8 +1,7 @@
 import torch
 
 from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf,
-                            expect_no_hand_made_grad, hints_for_errors, points, visible)
-from grader.evidence import rebuilds_graph
+                            expect_no_hand_made_grad, hints_for_errors, points, rebuilds_graph, visible)
 
 RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first one had already freed: as it "
                     "goes, backward() releases the values the graph saved for it (here x, kept by x ** 3). "

@@ -14,9 +14,9 @@ from typing import Callable
 
 import pytest
 
-from grader.engine.report import TestResult, coarse_ms
-from grader.feedback import Text, revealed
-from grader.engine.protocol import SuiteRun
+from grader.protocol.report import TestResult, coarse_ms
+from grader.testing.feedback import Text, revealed
+from grader.protocol import SuiteRun
 
 # Plugins a hidden suite never needs; each costs time on every grade.
 _UNUSED_PLUGINS = ("terminal", "cacheprovider", "doctest", "junitxml", "pastebin", "stepwise",
@@ -120,7 +120,7 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False)
     collector = _Collector(channel, on_progress, visible_only)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
             "--rootdir", str(root), "--confcutdir", str(tests_dir),
-            "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing",
+            "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing.api",
             "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
     for plugin in _UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin}"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import tomllib
 
-from grader.catalog import misconceptions
-from grader.catalog.bundle import Bundle
-from grader.catalog.check_table import CheckRow
+from grader.authoring import misconceptions
+from grader.bundle import Bundle
+from grader.authoring.check_table import CheckRow
 from grader.engine.grading import grade
 
 

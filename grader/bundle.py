@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import stat
 import tomllib
 from dataclasses import dataclass, field
@@ -206,21 +205,3 @@ def all_bundles(exercises_dir: str | Path) -> list[Bundle]:
     if not root.is_dir():
         return []
     return [load(p) for p in sorted(root.iterdir()) if (p / "exercise.toml").is_file()]
-
-
-# The annotated template `grader new` copies: a whole exercise that `grader check` passes.
-TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
-_NAMED = ("exercise.toml", "MISCONCEPTIONS.md")  # the files that say the slug
-
-
-def copy_template(target: str | Path, slug: str) -> Path:
-    """A new bundle folder ``target`` made from the template, named ``slug``; loaded and
-    validated, so that a broken template is an error here, not in a course."""
-    if not is_slug(slug):
-        raise CatalogError(f"{slug!r} is not a slug: use lowercase words joined by '-'")
-    target = Path(target)
-    shutil.copytree(TEMPLATE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in _NAMED:
-        path = target / name
-        path.write_text(path.read_text(encoding="utf-8").replace("__SLUG__", slug), encoding="utf-8")
-    return load(target).path

@@ -8,7 +8,7 @@ English and translated through the same message catalogue as the web pages
 
 :func:`revealed` is the one place that decides what a failed test shows: a visible
 test's full message; of a hidden one, only what cannot echo a hidden input.
-Hidden tests import these from grader.testing; grader.evidence builds hints with them too.
+Hidden tests import these from grader.testing; grader.testing.evidence builds hints with them too.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import gettext
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.engine.inside.wire import StudentException
-from grader.engine.report import LANGUAGES
-_CATALOGUE = Path(__file__).resolve().parent / "translations"
+from grader.inside.wire import StudentException
+from grader.protocol.report import LANGUAGES
+_CATALOGUE = Path(__file__).resolve().parent.parent / "translations"
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 import torch
 
-from grader.engine.inside.wire import TensorState
-from grader.feedback import StudentError, Text, _
+from grader.inside.wire import TensorState
+from grader.testing.feedback import StudentError, Text, _
 
 BY_HAND, AUTOGRAD_GRAD, COPY, HAND_OR_COPY, UNKNOWN, LIBRARY = (
     "by_hand", "autograd_grad", "copy", "by_hand_or_copy", "unknown", "library")

@@ -34,9 +34,9 @@ from typing import Any, Iterable
 import pytest
 import torch
 
-from grader.engine.inside.wire import TensorState
-from grader.evidence import assigns_grad, empty_grad_hint, why_grad_is_empty
-from grader.feedback import Feedback, Hint, StudentError, Text, _
+from grader.inside.wire import TensorState
+from grader.testing.evidence import assigns_grad, empty_grad_hint, why_grad_is_empty
+from grader.testing.feedback import Feedback, Hint, StudentError, Text, _
 
 __all__ = [
     "points", "visible", "hint", "Hint", "Text", "Mistake", "Feedback", "StudentError", "Call",
@@ -255,7 +255,7 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
     When it is None, the hint says which of the look-alike ways of leaving it empty the
     submission took (by hand, torch.autograd.grad, backward on a copy), from evidence:
     ``value`` (what the call returned) and ``rerun(x2)``, the same call with ``x2`` in
-    place of ``x`` (see grader.evidence). ``fix`` (en, ko) is the exercise's way to do it.
+    place of ``x`` (see grader.testing.evidence). ``fix`` (en, ko) is the exercise's way to do it.
     ``hint`` is for a gradient that is there but wrong and matches none of ``mistakes``.
     """
     if grad is None:

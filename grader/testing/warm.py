@@ -24,9 +24,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from grader.engine import protocol
-from grader.engine.inside import seccomp, walls, wire
-from grader.engine.inside.walls import IN_SANDBOX, SCRATCH
+from grader import protocol
+from grader.inside import seccomp, walls, wire
+from grader.inside.walls import IN_SANDBOX, SCRATCH
 
 BUNDLE = os.path.join(SCRATCH, "bundle")
 MAX_FILES = 2000
@@ -83,7 +83,7 @@ def _warm_up() -> None:
     the protocol's first-use costs (lazy imports, compiled patterns) afresh."""
     import torch
 
-    from grader.suite import harness
+    from grader.testing import harness
 
     folder = Path(SCRATCH) / "warm-up"
     (folder / "tests").mkdir(parents=True, exist_ok=True)
@@ -286,7 +286,7 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     send = _Sender(res_w)
     send({"event": "isolated"})
 
-    from grader.suite import harness  # imported by the warm process already
+    from grader.testing import harness  # imported by the warm process already
 
     channel = RemoteChannel(req_r, send, source=source,
                             device=str(request.get("device", "cpu")), probes=request.get("probes") is True)

@@ -54,7 +54,7 @@ def declared_phrases(spec: dict) -> list[str]:
 def test_hints(tests_dir: Path) -> list[str]:
     """Every literal hint text in the hidden tests: the English argument of Hint(...) and
     Mistake(...), and module constants that are (English, Korean) pairs. ``FIX`` pairs are the
-    exercise's half of a shared hint (grader.evidence), not hints of their own."""
+    exercise's half of a shared hint (grader.testing.evidence), not hints of their own."""
     found = []
     for file in sorted(tests_dir.glob("*.py")):
         tree = ast.parse(file.read_text(encoding="utf-8"))

@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Iterator
 
-from grader.catalog.bundle import Bundle
+from grader.bundle import Bundle
 from grader.engine import grade
 
 _FLIPS = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Eq: ast.NotEq,

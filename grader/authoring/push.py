@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from grader.catalog.check_table import CheckRow
+from grader.authoring.check_table import CheckRow
 
 API = "/api/v1"
 

@@ -30,7 +30,7 @@ NOT_SCALAR = Hint("backward() needs a scalar: sum the cubes into one number firs
 ERRORS = {"grad can be implicitly created only for scalar outputs": NOT_SCALAR}
 
 # How to do it right, for the empty-gradient hints (which of the look-alike ways of leaving
-# x.grad empty the student took is decided by grader.evidence, from data).
+# x.grad empty the student took is decided by grader.testing.evidence, from data).
 FIX = ("Build y from x with torch operations and call y.backward(); autograd then fills x.grad.",
        "x로 y를 만들고 y.backward()를 호출하면 autograd가 x.grad를 채웁니다.")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.engine.inside import wire
+from grader.inside import wire
 
 EVENTS = ("isolated", "progress", "call", "finished")  # what the child may send
 MODULES = ("submission", "probes")
