@@ -125,6 +125,16 @@ def database_url(request, tmp_path):
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@pytest.fixture
+def basics(database_url) -> str:
+    """autograd-basics published, worth 6 points, as `grader exercise sync` leaves it
+    (without grading its solution first); its slug."""
+    from tests.live import publish_basics
+
+    publish_basics(database_url)
+    return "autograd-basics"
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A redis-server of this test run's own, on a free port: another run on the machine

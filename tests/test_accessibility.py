@@ -20,10 +20,11 @@ from grader.courses import invitations
 from grader.engine import grade
 from grader.submissions import practice as runs
 from grader.submissions.models import PracticeRun, Submission
+from tests.forms import sign_in as sign_in_client
+from tests.forms import sign_in_page as sign_in
 from tests.live import publish_basics, serve
 from tests.test_browser import browser  # noqa: F401  (a fixture)
 from tests.test_bundles import bundle_folder, zipped
-from tests.test_bundles import sign_in as sign_in_client
 from tests.test_bundles import upload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +72,7 @@ def filled(app, database_url, monkeypatch, tmp_path):
         graded(database_url, row_id, source)
     graded(database_url, practice_id, WRONG, model=PracticeRun, visible_only=True)
     admin = app.test_client()
-    sign_in_client(admin)
+    assert sign_in_client(admin, "ines@example.org").status_code == 302
     folder = bundle_folder(tmp_path)
     checking = upload(admin, zipped({str(p.relative_to(folder)): p.read_bytes()
                                      for p in folder.rglob("*") if p.is_file()})).location
@@ -85,14 +86,6 @@ def filled(app, database_url, monkeypatch, tmp_path):
     admin_pages = ["/instructor/exercises", checking, "/instructor/lti/deliveries"]
     with serve(app) as url:
         yield url, {None: ["/login", f"/join/{invitation}"], "ada@example.org": student, "prof@example.org": staff, "ines@example.org": admin_pages}
-
-
-def sign_in(page, base: str, email: str) -> None:
-    page.goto(base + "/login")
-    page.fill("#email", email)
-    page.fill("#password", "correct horse")
-    page.press("#password", "Enter")
-    page.wait_for_url(lambda url: "/login" not in url)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -110,7 +103,7 @@ def test_every_page_passes_axe_and_fits_the_screen_in_both_languages(browser, fi
             page = context.new_page()
             page.set_default_timeout(30_000)
             if email is not None:  # None: pages seen before signing in
-                sign_in(page, base, email)
+                sign_in(page, base + "/login", email)
             for path in paths:
                 page.goto(base + path)
                 assert page.locator("html").get_attribute("lang") == lang, (lang, path)
@@ -143,7 +136,7 @@ def test_a_bundle_being_checked_shows_its_result_without_a_timed_refresh(browser
     base, pages = filled
     checking = pages["ines@example.org"][1]
     page = browser.new_page()
-    sign_in(page, base, "ines@example.org")
+    sign_in(page, base + "/login", "ines@example.org")
     page.goto(base + checking)
     expect(page.locator("#bundle-status")).to_contain_text("Checking")
     assert page.locator('meta[http-equiv="refresh"]').count() == 0  # only inside <noscript>, for pages without JS

@@ -21,7 +21,7 @@ from grader.courses import assignments as courses
 from grader.courses.analytics import analytics
 from grader.courses.members import set_role
 from grader.submissions.models import Submission
-from tests.test_web import sign_in, token
+from tests.forms import sign_in, token
 
 DUE = datetime(2026, 12, 10, 14, 59, tzinfo=timezone.utc)  # 23:59 in Seoul
 NOW = DUE + timedelta(hours=2)                             # 2026-12-11 01:59 in Seoul

@@ -32,16 +32,6 @@ ALL_SCOPES = keys.SCOPES
 # ------------------------------------------------------------------ fixtures
 
 @pytest.fixture
-def basics(database_url):
-    """autograd-basics, published (as `grader exercise sync` would, without grading)."""
-    with db.transaction(database_url) as session:
-        session.add(Exercise(slug="autograd-basics", version=1, device="any", max_score=6,
-                             title={"en": "Your first gradient with backward()", "ko": "backward()로 구하는 첫 번째 기울기"},
-                             functions=["grad_2xtx"], published=True))
-    return "autograd-basics"
-
-
-@pytest.fixture
 def make_key(database_url):
     """make_key(*scopes) -> a new API key holding those scopes."""
 

@@ -14,7 +14,7 @@ import pytest
 
 from grader import clock, db
 from grader.submissions.models import Submission, SubmissionStatus
-from tests.test_api import GOOD_SOURCE, assert_error, basics, make_key  # noqa: F401  (fixtures)
+from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)
 
 DUE = datetime(2026, 12, 10, 14, 59, tzinfo=timezone.utc)  # 23:59 in Seoul
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)

@@ -10,6 +10,7 @@ import pytest
 
 from grader import db
 from grader.accounts import users
+from tests.forms import sign_in_page as sign_in
 from tests.live import publish_basics, serve, start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,13 +86,6 @@ def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korea
     expect(page.locator(".score")).to_contain_text("점수: 0 / 6")
     expect(page.locator(".hint").first).to_contain_text("힌트")
     expect(page.get_by_role("link", name="문제 목록").first).to_be_visible()
-
-
-def sign_in(page, url: str, email: str) -> None:
-    page.goto(url)
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill("correct horse")
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_an_instructor_runs_a_course_page_and_sees_the_students_grade_in_the_gradebook(browser, live_site,

@@ -23,6 +23,7 @@ from grader.catalog import publishing, uploads
 from grader.catalog.models import Exercise, Upload
 from grader.cli import main
 from grader.submissions.models import Submission
+from tests.forms import sign_in, token
 from tests.live import start_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,16 +115,8 @@ def test_a_packed_folder_unpacks_to_the_same_bundle(tmp_path):
 
 # ------------------------------------------------------------------ checked on a worker, then published
 
-def sign_in(client, email: str = "ines@example.org"):
-    page = client.get("/login").get_data(as_text=True)
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    assert client.post("/login", data={"email": email, "password": "correct horse", "csrf_token": csrf}
-                       ).status_code == 302
-
-
 def upload(client, archive: bytes):
-    page = client.get("/instructor/exercises").get_data(as_text=True)
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    csrf = token(client, "/instructor/exercises")
     return client.post("/instructor/uploads", data={"csrf_token": csrf, "bundle": (io.BytesIO(archive), "b.zip")},
                        content_type="multipart/form-data")
 
@@ -144,7 +137,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
     from grader import submissions
 
     client = app.test_client()
-    sign_in(client)
+    assert sign_in(client, "ines@example.org").status_code == 302
     good = uploads.pack(bundle_folder(tmp_path, version=2))
     broken_folder = bundle_folder(tmp_path, version=3)
     (broken_folder / "solution.py").write_text((BASICS / "mutants" / "forgot_factor.py").read_text())
@@ -190,7 +183,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
 
 def test_the_page_takes_a_bundle_larger_than_any_submission(published, app, redis, tmp_path):
     client = app.test_client()
-    sign_in(client)
+    assert sign_in(client, "ines@example.org").status_code == 302
     folder = bundle_folder(tmp_path)
     (folder / "data.bin").write_bytes(os.urandom(3 * 1024 * 1024))  # incompressible: a 3 MiB zip
     assert upload(client, uploads.pack(folder)).status_code == 303
@@ -201,7 +194,7 @@ def test_uploading_is_for_administrators_only(published, app):
     with db.transaction(published) as session:
         users.create_user(session, email="ada@example.org", password="correct horse")
     client = app.test_client()
-    sign_in(client, "ada@example.org")
+    assert sign_in(client, "ada@example.org").status_code == 302
     assert client.get("/instructor/exercises").status_code == 403
     assert client.post("/instructor/uploads").status_code in (400, 403)  # no CSRF token, or no right
     assert count_bundles(published) == 0
@@ -209,7 +202,7 @@ def test_uploading_is_for_administrators_only(published, app):
 
 def test_a_refused_upload_shows_its_reason_on_the_page(published, app):
     client = app.test_client()
-    sign_in(client)
+    assert sign_in(client, "ines@example.org").status_code == 302
     answer = upload(client, b"not a zip")
     assert answer.status_code == 422 and "not a zip archive" in answer.get_data(as_text=True)
     assert count_bundles(published) == 0

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from grader.cli import main
 from grader.db import shown_url
-from tests.test_web import sign_in, site  # noqa: F401  (site: a fixture)
+from tests.forms import sign_in
+from tests.test_web import site  # noqa: F401  (site: a fixture)
 
 
 def test_run_outside_the_services_folder_it_refuses_to_make_an_empty_database(tmp_path, monkeypatch):

@@ -9,7 +9,8 @@ import io
 import re
 
 from tests.test_practice import practise_on_site
-from tests.test_web import GOOD, ada, sign_in, site, submit, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import GOOD, ada, site, submit  # noqa: F401  (fixtures too)
 
 STARTER = "raise NotImplementedError"
 

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from tests.test_web import GOOD, sign_in, site, submit  # noqa: F401  (site: a fixture)
+from tests.forms import sign_in
+from tests.test_web import GOOD, site, submit  # noqa: F401  (site: a fixture)
 
 
 def title(response) -> str:

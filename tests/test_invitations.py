@@ -27,7 +27,8 @@ from grader.courses import assignments as courses
 from grader.courses import invitations
 from grader.courses.assignments import CourseError
 from grader.courses.models import Course, CourseMember, Invitation
-from tests.test_web import ada, sign_in, site, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 
 NEWCOMER = {"name": "Grace Hopper", "email": "grace@example.org", "password": "cobol rules",
             "password_again": "cobol rules"}

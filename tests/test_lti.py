@@ -19,6 +19,7 @@ from grader import catalog, db
 from grader.accounts.models import User
 from grader.courses.models import Assignment, Course, CourseExercise, CourseMember
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
+from tests.forms import sign_in
 from tests.live import start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
@@ -279,15 +280,13 @@ def test_an_instructor_registers_a_platform_on_the_page(client, database_url):
         users.create_user(session, email="teacher@example.org", password="correct horse", role="instructor")
         users.create_user(session, email="student@example.org", password="correct horse", role="student")
 
-    def sign_in(email):
+    def sign_in_as(email):
         client.post("/logout", data={})
-        page = client.get("/login").get_data(as_text=True)
-        token = forms(page)[-1]["fields"]["csrf_token"]
-        client.post("/login", data={"csrf_token": token, "email": email, "password": "correct horse"})
+        sign_in(client, email)
 
-    sign_in("student@example.org")
+    sign_in_as("student@example.org")
     assert client.get("/instructor/lti/platforms").status_code == 403
-    sign_in("teacher@example.org")
+    sign_in_as("teacher@example.org")
     page = client.get("/instructor/lti/platforms")
     assert page.status_code == 200 and "/lti/login" in page.get_data(as_text=True)
     token = forms(page.get_data(as_text=True))[-1]["fields"]["csrf_token"]

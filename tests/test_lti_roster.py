@@ -28,6 +28,7 @@ from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiRoster, LtiScorePo
 from grader.lti.platforms import as_platform
 from grader.lti.tool import KeyPair, ServiceError, fetch_members
 from grader.submissions.models import Submission
+from tests.forms import csrf_over_http
 from tests.live import start_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, TEACHING_ASSISTANT, Pending, Platform, forms, member
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
@@ -66,12 +67,6 @@ def _roster_row(service: str) -> LtiRoster:
         row = session.query(LtiRoster).one()
         session.expunge(row)
         return row
-
-
-def _csrf(browser: requests.Session, url: str) -> str:
-    """The session's CSRF token, from any form of the page at ``url``."""
-    return next(f["fields"]["csrf_token"] for f in forms(browser.get(url, timeout=30).text)
-                if "csrf_token" in f["fields"])
 
 
 def _wait(condition, seconds: float = 60, what: str = "") -> None:
@@ -218,7 +213,7 @@ def test_only_the_courses_instructor_syncs_it_from_the_course_page(lms, service,
             assert launch(lms, Pending(user=user, roles=roles, nrps=True, resource_link="link-0"), browser).ok
             course_page = browser.get(f"{lms.tool_url}/courses/{course_id}", timeout=30).text
             assert "/roster/sync" not in course_page  # no button for them
-            token = _csrf(browser, f"{lms.tool_url}/exercises/autograd-basics")
+            token = csrf_over_http(browser, f"{lms.tool_url}/exercises/autograd-basics")
             refused = browser.post(f"{lms.tool_url}{sync_form['action']}", data={"csrf_token": token}, timeout=30,
                                    allow_redirects=False)
             assert refused.status_code == 403, (user, refused.status_code)
@@ -249,7 +244,7 @@ def test_a_course_whose_lms_offers_no_roster_says_so(lms, service):
         course_id = session.query(Course).one().id
     course_page = browser.get(f"{lms.tool_url}/courses/{course_id}", timeout=30).text
     assert "offered no roster service" in course_page and "/roster/sync" not in course_page
-    token = _csrf(browser, f"{lms.tool_url}/courses/{course_id}")
+    token = csrf_over_http(browser, f"{lms.tool_url}/courses/{course_id}")
     refused = browser.post(f"{lms.tool_url}/courses/{course_id}/roster/sync", data={"csrf_token": token}, timeout=30)
     assert refused.status_code == 409 and "offered no roster service" in refused.text
     with pytest.raises(roster.NoRoster):

@@ -26,7 +26,8 @@ from grader.source import SourceError
 from grader.submissions import notebooks
 from grader.submissions.models import Submission
 from tests.live import publish_basics
-from tests.test_web import ada, site, token  # noqa: F401  (fixtures too)
+from tests.forms import token
+from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 from tests.test_web_courses import DUE, HOUR, course  # noqa: F401  (a fixture too)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,6 +23,7 @@ import yaml
 from grader import db, submissions
 from grader.accounts import users
 from grader.accounts.models import User
+from tests.forms import token
 from tests.live import publish_basics, start_worker, stop, wait_until_done
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,16 +51,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def csrf(client, path: str) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).get_data(as_text=True)).group(1)
-
-
 def submit_on_the_web(client, source: str = SOLUTION) -> str:
     """Sign in as the student and submit through the exercise's form; the submission's id."""
     client.post("/login", data={"email": "ada@example.org", "password": "correct horse",
-                                "csrf_token": csrf(client, "/login")})
+                                "csrf_token": token(client, "/login")})
     response = client.post("/exercises/autograd-basics/submissions",
-                           data={"source": source, "csrf_token": csrf(client, "/exercises/autograd-basics")})
+                           data={"source": source, "csrf_token": token(client, "/exercises/autograd-basics")})
     assert response.status_code == 303, response.get_data(as_text=True)[:500]
     return response.headers["Location"].rstrip("/").rsplit("/", 1)[-1]
 

@@ -17,9 +17,10 @@ from grader.engine import grade
 from grader.submissions import SubmissionError
 from grader.submissions import practice as runs
 from grader.submissions.models import PracticeRun, Submission
-from tests.live import publish_basics, start_worker, stop
+from tests.live import start_worker, stop
 from tests.test_api import GOOD_SOURCE, assert_error, auth, make_key, queued_messages  # noqa: F401  (fixtures)
-from tests.test_web import ada, sign_in, site, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 from tests.test_web import submit as submit_on_site
 
 WRONG = "def grad_2xtx(x):\n    return 2 * x\n"
@@ -33,11 +34,6 @@ def practise(client, auth, source=GOOD_SOURCE, user="ada", **fields):
 def count(database_url, model) -> int:
     with db.transaction(database_url) as session:
         return session.scalar(select(func.count()).select_from(model))
-
-
-@pytest.fixture
-def basics(database_url):
-    publish_basics(database_url)
 
 
 def test_a_practice_run_is_queued_apart_from_submissions(client, auth, basics, database_url, redis):

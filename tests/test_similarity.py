@@ -20,8 +20,9 @@ from grader.courses import assignments as courses
 from grader.courses import similarity
 from grader.courses.models import Assignment
 from grader.submissions.models import Submission, SubmissionStatus
-from tests.test_api import assert_error, basics, make_key  # noqa: F401  (fixtures too)
-from tests.test_web import ROOT, sign_in, site  # noqa: F401  (fixtures too)
+from tests.test_api import assert_error, make_key  # noqa: F401  (fixtures too)
+from tests.forms import sign_in
+from tests.test_web import ROOT, site  # noqa: F401  (fixtures too)
 
 DUE = datetime(2026, 12, 10, 14, 59, tzinfo=timezone.utc)
 HOUR = timedelta(hours=1)

@@ -15,7 +15,8 @@ from grader.accounts.models import User
 from grader.courses import assignments as courses
 from grader.submissions.models import Submission
 from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)
-from tests.test_web import ada, sign_in, site, store_grade, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import ada, site, store_grade  # noqa: F401  (fixtures too)
 from tests.test_web import submit as submit_on_site
 
 

@@ -20,6 +20,7 @@ from grader.db import now
 from grader.submissions.models import Submission
 from grader.settings import MAX_SOURCE_BYTES
 from grader.web.views import code_in_text
+from tests.forms import sign_in, token
 from tests.live import publish_basics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,15 +38,6 @@ def site(app, database_url):
                             ("ines@example.org", "admin")):
             users.create_user(session, email=email, password="correct horse", role=role, name=email.split("@")[0])
     return app
-
-
-def token(client, path: str = "/login") -> str:
-    page = client.get(path).get_data(as_text=True)
-    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-
-
-def sign_in(client, email: str, password: str = "correct horse"):
-    return client.post("/login", data={"email": email, "password": password, "csrf_token": token(client)})
 
 
 @pytest.fixture

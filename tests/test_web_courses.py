@@ -16,7 +16,8 @@ import pytest
 from grader import clock, db
 from grader.accounts import users
 from grader.submissions.models import Submission
-from tests.test_web import GOOD, TWICE, ada, rows, sign_in, site, store_grade, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import GOOD, TWICE, ada, rows, site, store_grade  # noqa: F401  (fixtures too)
 
 DUE = datetime(2026, 12, 10, 14, 59, tzinfo=timezone.utc)  # 23:59 in Seoul
 HOUR = timedelta(hours=1)

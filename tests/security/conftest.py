@@ -4,20 +4,18 @@ database and Redis, an exercise to submit to, API keys and local accounts."""
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 
 import pytest
-import requests
 
 from grader import db
 from grader.accounts import users
 from grader.accounts import keys
+from tests.forms import PASSWORD
 from tests.live import publish_basics, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
-PASSWORD = "correct horse battery"
 
 
 @pytest.fixture
@@ -57,16 +55,3 @@ def account(database_url):
             return users.create_user(session, email=email, password=PASSWORD, role=role).id
 
     return account
-
-
-def csrf_token(page: str) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-
-
-def sign_in(base: str, email: str, password: str = PASSWORD, browser: requests.Session | None = None):
-    """A browser signed in through the form; returns (browser, the answer to the POST)."""
-    browser = browser or requests.Session()
-    token = csrf_token(browser.get(f"{base}/login", timeout=30).text)
-    answer = browser.post(f"{base}/login", data={"email": email, "password": password, "csrf_token": token},
-                          allow_redirects=False, timeout=30)
-    return browser, answer

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import requests
 
 from grader import db
 from grader.accounts import users
+from tests.forms import PASSWORD
 from tests.lti_platform import LEARNER, Pending, Platform, follow_forms, forms
 
-PASSWORD = "correct horse"
 
 
 def launch(lms: Platform, pending: Pending, browser: requests.Session | None = None) -> requests.Response:
@@ -28,16 +26,6 @@ def local_account(database_url: str, email: str, role: str) -> None:
         users.create_user(session, email=email, password=PASSWORD, role=role)
 
 
-def signed_in(tool: str, email: str) -> requests.Session:
-    browser = requests.Session()
-    page = browser.get(f"{tool}/login", timeout=30).text
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    done = browser.post(f"{tool}/login", data={"csrf_token": csrf, "email": email, "password": PASSWORD},
-                        allow_redirects=False, timeout=30)
-    assert done.status_code == 302, done.text[:500]
-    return browser
-
-
 def submit(browser: requests.Session, page: requests.Response, source: str = "def f(): pass\n") -> str:
     """Submit on an exercise page (no worker runs: it stays queued); the submission's URL."""
     form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
@@ -46,7 +34,3 @@ def submit(browser: requests.Session, page: requests.Response, source: str = "de
                         timeout=30)
     assert done.status_code == 200 and "/submissions/" in done.url, done.text[:500]
     return done.url
-
-
-def csrf_of(browser: requests.Session, url: str) -> str:
-    return forms(browser.get(url, timeout=30).text)[-1]["fields"]["csrf_token"]

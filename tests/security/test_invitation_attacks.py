@@ -26,7 +26,8 @@ from grader.courses.members import set_role
 from grader.courses.models import Course, CourseMember, Invitation
 from grader.lti.models import LtiPlatform
 from tests.test_invitations import NEWCOMER, accounts, make_link, prof, role_of, signup  # noqa: F401  (fixture too)
-from tests.test_web import ada, sign_in, site, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 
 PASSWORD = "correct horse"
 ALERT = re.compile(r'<p class="error" role="alert">(.*?)</p>', re.S)

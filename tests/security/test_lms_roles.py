@@ -9,7 +9,8 @@ import requests
 from click.testing import CliRunner
 
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending
-from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
+from tests.forms import csrf_over_http, signed_in_over_http
+from tests.security.helpers import launch, learner, local_account, submit
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -32,7 +33,7 @@ def test_a_role_that_is_not_the_courses_own_makes_no_one_staff(lms, tool, roles)
     assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics"), page.text[:500]
     for path in SITE_PAGES:
         assert browser.get(tool + path, timeout=30).status_code == 403, path  # before: 200
-    csrf = csrf_of(browser, f"{tool}/exercises/autograd-basics")
+    csrf = csrf_over_http(browser, f"{tool}/exercises/autograd-basics")
     upload = browser.post(f"{tool}/instructor/uploads", data={"csrf_token": csrf},
                           files={"bundle": ("b.zip", b"PK\x05\x06" + b"\0" * 18)}, timeout=30)
     assert upload.status_code == 403  # before: the upload was taken and its tests ran in a worker
@@ -78,14 +79,14 @@ def test_site_wide_powers_belong_to_an_administrator_made_on_the_command_line(lm
     made = CliRunner().invoke(main, ["create-user", "--email", "root@example.org", "--role", "admin",
                                      "--password", "correct horse"])
     assert made.exit_code == 0, made.output  # before: 2, no such role
-    admin = signed_in(tool, "root@example.org")
+    admin = signed_in_over_http(tool, "root@example.org")
     for path in SITE_PAGES:
         assert admin.get(tool + path, timeout=30).status_code == 200, path
     assert "|student-1" in admin.get(f"{tool}/instructor/submissions", timeout=30).text
     assert admin.get(mine, timeout=30).status_code == 200
     # A local instructor registers an LMS, and has no site-wide power.
     local_account(service, "ines@example.org", "instructor")
-    ines = signed_in(tool, "ines@example.org")
+    ines = signed_in_over_http(tool, "ines@example.org")
     assert ines.get(f"{tool}/instructor/lti/platforms", timeout=30).status_code == 200
     for path in ("/instructor/submissions", "/instructor/exercises", "/instructor/lti/deliveries"):
         assert ines.get(tool + path, timeout=30).status_code == 403, path

@@ -15,14 +15,15 @@ from grader import db
 from grader.lti import platforms
 from grader.lti.models import LtiPlatform
 from tests.lti_platform import Platform, rsa_pair
-from tests.security.helpers import csrf_of, launch, learner, local_account, signed_in, submit
+from tests.forms import csrf_over_http, signed_in_over_http
+from tests.security.helpers import launch, learner, local_account, submit
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 def register(browser: requests.Session, tool: str, **fields) -> requests.Response:
-    form = {"csrf_token": csrf_of(browser, f"{tool}/instructor/lti/platforms"), "name": "", **fields}
+    form = {"csrf_token": csrf_over_http(browser, f"{tool}/instructor/lti/platforms"), "name": "", **fields}
     if isinstance(form.get("deployment_ids"), list):
         form["deployment_ids"] = " ".join(form["deployment_ids"])
     return browser.post(f"{tool}/instructor/lti/platforms", data=form, allow_redirects=False, timeout=30)
@@ -33,7 +34,7 @@ def test_an_issuer_registered_again_reaches_none_of_its_users(lms, tool, service
     victim = requests.Session()
     theirs = submit(victim, launch(lms, learner("student-1"), victim))
     local_account(service, "mallory@example.org", "instructor")
-    mallory = signed_in(tool, "mallory@example.org")
+    mallory = signed_in_over_http(tool, "mallory@example.org")
     with Platform(tool, issuer=lms.issuer, client_id="mallorys-client").served() as forger:
         refused = register(mallory, tool, **forger.tool_registration())
         assert refused.status_code == 403 and "only an administrator" in refused.text  # before: 303
@@ -56,9 +57,9 @@ def test_only_its_owner_or_an_administrator_changes_a_registration(tool, service
                   jwks_url="https://moodle.example.edu/mod/lti/certs.php")
     for email in ("ines@example.org", "mallory@example.org"):
         local_account(service, email, "instructor")
-    ines = signed_in(tool, "ines@example.org")
+    ines = signed_in_over_http(tool, "ines@example.org")
     assert register(ines, tool, **fields).status_code == 303
-    mallory = signed_in(tool, "mallory@example.org")
+    mallory = signed_in_over_http(tool, "mallory@example.org")
     taken = register(mallory, tool, **{**fields, "jwks_url": "https://mallory.example.org/jwks",
                                        "deployment_ids": ["mallorys"]})
     assert taken.status_code == 403 and "belongs to someone else" in taken.text  # before: 303, overwritten
@@ -68,7 +69,7 @@ def test_only_its_owner_or_an_administrator_changes_a_registration(tool, service
         assert (row.jwks_url, row.deployment_ids) == (fields["jwks_url"], ["1"])
     assert register(ines, tool, **{**fields, "deployment_ids": ["2"]}).status_code == 303
     local_account(service, "root@example.org", "admin")
-    root = signed_in(tool, "root@example.org")
+    root = signed_in_over_http(tool, "root@example.org")
     assert register(root, tool, **{**fields, "deployment_ids": ["3"]}).status_code == 303
     with db.transaction(service) as session:
         assert session.query(LtiPlatform).one().deployment_ids == ["1", "2", "3"]
@@ -85,7 +86,7 @@ def test_platform_urls_must_be_https(tool, service, monkeypatch):
     refused = CliRunner().invoke(main, ["lti", "add-platform", *plain])
     assert refused.exit_code == 1 and "https URL" in refused.output  # before: 0, registered
     local_account(service, "ines@example.org", "instructor")
-    ines = signed_in(tool, "ines@example.org")
+    ines = signed_in_over_http(tool, "ines@example.org")
     page = register(ines, tool, issuer="https://lms.example.edu", client_id="abc", deployment_ids=["1"],
                     auth_login_url="https://lms.example.edu/auth", auth_token_url="https://lms.example.edu/token",
                     jwks_url="http://lms.example.edu/jwks")

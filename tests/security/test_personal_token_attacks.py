@@ -22,7 +22,8 @@ from grader.db import now
 from grader.submissions.models import PracticeRun, Submission
 from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)
 from tests.test_tokens import bearer, make_token, new_token, submit_with, user_id
-from tests.test_web import ada, sign_in, site, token  # noqa: F401  (fixtures too)
+from tests.forms import sign_in, token
+from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 from tests.test_web import submit as submit_on_site
 
 KEY = re.compile(r"gk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import requests
 
-from tests.security.conftest import sign_in
+from tests.forms import sign_in_over_http
 
 URLS = [
     "/instructor/submissions?page=99999999999999999999",
@@ -23,7 +23,7 @@ URLS = [
 def test_query_parameters_are_clamped(site, account):
     base = site()
     account("teacher@example.org", "admin")  # the site-wide pages are an administrator's
-    browser, _ = sign_in(base, "teacher@example.org")
+    browser, _ = sign_in_over_http(base, "teacher@example.org")
     answers = {url: browser.get(base + url, timeout=30).status_code for url in URLS}
     assert answers == {url: 404 if "/uploads/" in url else 200 for url in URLS}
 
@@ -31,5 +31,5 @@ def test_query_parameters_are_clamped(site, account):
 def test_a_sign_in_with_a_nul_in_the_email_is_a_wrong_password(site, account):
     base = site()
     account("teacher@example.org", "instructor")
-    _, answer = sign_in(base, "teacher@example.org\x00", "whatever1")
+    _, answer = sign_in_over_http(base, "teacher@example.org\x00", "whatever1")
     assert answer.status_code == 401 and "do not match" in answer.text

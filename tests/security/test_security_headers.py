@@ -11,7 +11,7 @@ import requests
 
 from grader import db
 from grader.lti.models import LtiPlatform
-from tests.security.conftest import sign_in
+from tests.forms import sign_in_over_http
 
 
 def csp(response: requests.Response) -> dict[str, str]:
@@ -27,8 +27,8 @@ def test_every_response_carries_the_headers(site, account, database_url):
     base = site()
     account("teacher@example.org", "admin")  # the every-submission page is an administrator's
     account("student@example.org")
-    teacher, _ = sign_in(base, "teacher@example.org")
-    student, _ = sign_in(base, "student@example.org")
+    teacher, _ = sign_in_over_http(base, "teacher@example.org")
+    student, _ = sign_in_over_http(base, "student@example.org")
     pages = {
         "sign-in": requests.get(f"{base}/login", timeout=30),
         "instructor": teacher.get(f"{base}/instructor/submissions", timeout=30),

@@ -13,7 +13,7 @@ from pathlib import Path
 import requests
 
 from grader.app import create_app
-from tests.security.conftest import csrf_token, sign_in
+from tests.forms import csrf_in, sign_in_over_http
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "a test's own signing key, so that the test can sign a cookie too"
@@ -32,34 +32,34 @@ def copy_of(browser: requests.Session) -> requests.Session:
 def test_signing_out_ends_every_copy_of_the_session(site, account):
     base = site()
     account("student@example.org")
-    browser, answer = sign_in(base, "student@example.org")
+    browser, answer = sign_in_over_http(base, "student@example.org")
     assert answer.status_code == 302
     thief = copy_of(browser)
     assert signed_in(base, thief)
-    token = csrf_token(browser.get(f"{base}/submissions", timeout=30).text)
+    token = csrf_in(browser.get(f"{base}/submissions", timeout=30).text)
     assert browser.post(f"{base}/logout", data={"csrf_token": token}, allow_redirects=False,
                         timeout=30).status_code == 302
     assert not signed_in(base, browser) and not signed_in(base, thief)
-    again, _ = sign_in(base, "student@example.org")  # signing in again works as before
+    again, _ = sign_in_over_http(base, "student@example.org")  # signing in again works as before
     assert signed_in(base, again) and not signed_in(base, thief)
 
 
 def test_a_new_password_ends_the_accounts_sessions(site, account, database_url):
     base = site()
     account("student@example.org")
-    browser, _ = sign_in(base, "student@example.org")
+    browser, _ = sign_in_over_http(base, "student@example.org")
     assert signed_in(base, browser)
     result = subprocess.run([sys.executable, "-m", "grader.cli", "set-password", "--email", "student@example.org",
                              "--password", "a brand new password"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert not signed_in(base, browser)
-    assert sign_in(base, "student@example.org", "a brand new password")[1].status_code == 302
+    assert sign_in_over_http(base, "student@example.org", "a brand new password")[1].status_code == 302
 
 
 def test_a_session_ends_its_lifetime_after_the_sign_in(site, account, database_url):
     base = site(SECRET_KEY=SECRET, PERMANENT_SESSION_LIFETIME=timedelta(hours=12))
     user_id = account("student@example.org")
-    browser, answer = sign_in(base, "student@example.org")
+    browser, answer = sign_in_over_http(base, "student@example.org")
     assert "Expires=" in answer.headers["Set-Cookie"]  # not a cookie the browser keeps until it quits
     expires = parsedate_to_datetime(answer.headers["Set-Cookie"].split("Expires=")[1].split(";")[0])
     assert expires.timestamp() - time.time() <= 12 * 3600 + 60  # not the 31 days of Flask's default

@@ -8,7 +8,8 @@ import shutil
 
 import requests
 
-from tests.security.conftest import ROOT, sign_in
+from tests.security.conftest import ROOT
+from tests.forms import sign_in_over_http
 
 PIXEL = "https://tracker.example/pixel.png?reader=1"
 INLINE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -22,7 +23,7 @@ def test_a_statement_shows_no_remote_image(site, account, tmp_path):
                       f"![diagram]({INLINE})\n", encoding="utf-8")
     base = site(EXERCISES_DIR=catalogue)
     account("student@example.org")
-    browser, _ = sign_in(base, "student@example.org")
+    browser, _ = sign_in_over_http(base, "student@example.org")
     page = browser.get(f"{base}/exercises/autograd-basics", timeout=30)
     assert page.status_code == 200 and 'alt="progress"' in page.text  # the statement is the edited one
     assert "tracker.example" not in page.text
