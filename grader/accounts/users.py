@@ -7,6 +7,7 @@ sign in through their platform, never with the form.
 from __future__ import annotations
 
 import re
+import secrets
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -99,6 +100,19 @@ def set_password(session: Session, email: str, password: str) -> User:
     session.execute(update(ApiKey).where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
                     .values(revoked_at=now()))
     return user
+
+
+def reset_password(session: Session, email: str) -> tuple[User, str]:
+    """Give the account with this email a new random password, for a user who forgot theirs
+    (the caller commits, and shows the password once): as :func:`set_password`, every
+    session and personal token it had is over. Returns the account and the password."""
+    password = secrets.token_urlsafe(12)
+    return set_password(session, email, password), password
+
+
+def by_email(session: Session, email: str) -> User | None:
+    """The account whose email is this one, in any case; None if there is none."""
+    return session.scalar(select(User).where(func.lower(User.email) == email.lower()))
 
 
 def end_sessions(user: User) -> None:

@@ -11,7 +11,7 @@ from grader import db
 from grader.bundle import CatalogError
 from grader.authoring.check import check
 from grader.catalog.models import Exercise, Upload, UploadStatus
-from grader.catalog.uploads import CHECK_TASK, UploadError, materialize, owner_key
+from grader.catalog.uploads import CHECK_TASK, UploadError, materialize, owner_key, receive
 from grader.db import now
 from grader.engine import SandboxUnavailable
 from grader.tasks import GRADE_HARD_LIMIT, celery
@@ -59,6 +59,23 @@ def check_and_publish(upload_id: int, database_url: str | None = None) -> str:
             session.add(row)
             upload.status, upload.error = UploadStatus.PUBLISHED, None
         return upload.status
+
+
+def check_here(archive: bytes) -> Upload:
+    """Store a bundle (a zip of its folder) as an upload, check it here rather than on a
+    worker, and publish it if every check holds. Returns the upload, decided. UploadError
+    when it is refused before any check; SandboxUnavailable when nothing can be graded
+    here, and then the upload is deleted: not checked, it leaves nothing behind."""
+    with db.transaction() as session:
+        upload_id = receive(session, archive).id
+    try:
+        check_and_publish(upload_id)
+    except SandboxUnavailable:
+        with db.transaction() as session:
+            session.delete(session.get(Upload, upload_id))
+        raise
+    with db.transaction() as session:
+        return session.get(Upload, upload_id)
 
 
 @celery.task(name="grader.end_lost_checks")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from grader import submissions
@@ -93,6 +93,26 @@ def create_course(session: Session, *, title, code, time_zone=None, api_key_id: 
     if instructor is not None:
         set_role(session, course.id, instructor.id, "instructor")
     return course
+
+
+def course_by_id(session: Session, course_id: int) -> Course:
+    """The course with this id; CourseError if there is none."""
+    course = session.get(Course, course_id) if 0 < course_id < 2**31 else None
+    if course is None:
+        raise CourseError("course_not_found", f"there is no course {course_id}")
+    return course
+
+
+def course_called(session: Session, code: str) -> Course:
+    """The one course whose code is ``code``, or whose id it is; CourseError if there is
+    none, or if several courses share the code (the id tells them apart)."""
+    found = session.scalars(select(Course).where(or_(Course.code == code, Course.id == (
+        int(code) if code.isdigit() and len(code) < 10 else -1)))).all()
+    if not found:
+        raise CourseError("course_not_found", f"no course {code!r}")
+    if len(found) > 1:
+        raise CourseError("ambiguous_course", f"{len(found)} courses are called {code!r}: give the id instead")
+    return found[0]
 
 
 def members(session: Session, course: Course) -> list[tuple[User, str]]:

@@ -9,6 +9,7 @@ survives worker and Redis restarts as grades do (courses/tasks.py sweeps what go
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -20,6 +21,7 @@ from grader.catalog.models import Exercise
 from grader.courses.assignments import CourseError, counted, extension_of, override_of, rules_of
 from grader.courses.models import Assignment, Regrade, RegradeGrade, RegradeStatus
 from grader.courses.rules import Counted
+from grader import db
 from grader.db import now
 from grader import metrics
 from grader.submissions.models import Submission, SubmissionStatus
@@ -73,6 +75,24 @@ def start_across(session: Session, assignments: list[Assignment], *, by: str
         except CourseError as exc:  # raised before anything of it was added
             skipped.append((assignment, exc.message))
     return started, skipped
+
+
+def start_for(session: Session, *, assignment_id: int | None = None, slug: str | None = None, by: str
+              ) -> tuple[list[Regrade], list[tuple[Assignment, str]]]:
+    """A regrade of the assignment ``assignment_id``, or of each assignment of the exercise
+    ``slug`` (skipping, with the reason, those :func:`start_across` skips); the caller
+    commits, then calls :func:`send`. CourseError if there is no such assignment, or if the
+    one assignment cannot be regraded."""
+    if slug is not None:
+        placed = session.scalars(select(Assignment).where(Assignment.exercise_slug == slug)
+                                 .order_by(Assignment.id)).all()
+        if not placed:
+            raise CourseError("assignment_not_found", f"no assignment is of {slug!r}")
+        return start_across(session, placed, by=by)
+    assignment = session.get(Assignment, assignment_id) if 0 < assignment_id < 2**31 else None
+    if assignment is None:
+        raise CourseError("assignment_not_found", f"there is no assignment {assignment_id}")
+    return [start(session, assignment, by=by)], []
 
 
 def send(session: Session, regrade: Regrade) -> int:
@@ -184,6 +204,40 @@ def announce(submission_ids: list[str]) -> None:
     hear of the new grade (a worker's task, as after any grade)."""
     if submission_ids:
         send_task(PUBLISHED_TASK, [submission_ids], queue=NOTIFY_QUEUE)
+
+
+class StillRunning(TimeoutError):
+    """A regrade still running when its caller stopped waiting: ``done`` of ``total`` sources graded again."""
+
+    def __init__(self, regrade_id: int, done: int, total: int):
+        super().__init__(f"regrade {regrade_id} is still running ({done} of {total})")
+        self.regrade_id, self.done, self.total = regrade_id, done, total
+
+
+def wait(regrade_id: int, timeout: float, *, every: float = 2) -> None:
+    """Wait, looking every ``every`` seconds, until the regrade runs no more; StillRunning
+    once ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with db.transaction() as session:
+            regrade = session.get(Regrade, regrade_id)
+            done, total = progress(session, regrade)
+            if regrade.status != RegradeStatus.RUNNING:
+                return
+        if time.monotonic() > deadline:
+            raise StillRunning(regrade_id, done, total)
+        time.sleep(every)
+
+
+def publish_finished(regrade_id: int) -> list[StudentChange]:
+    """Publish a finished regrade, in a transaction of its own, then announce the new
+    grades. Returns what it changed, as :func:`diff`."""
+    with db.transaction() as session:
+        regrade = session.get(Regrade, regrade_id)
+        changes = diff(session, regrade)
+        announced = publish(session, regrade)
+    announce(announced)
+    return changes
 
 
 def discard(session: Session, regrade: Regrade) -> None:

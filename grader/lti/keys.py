@@ -59,5 +59,7 @@ def jwks(session: Session) -> dict:
 
 
 def rotate(session: Session) -> LtiKey:
-    """Make a new current key; the previous one stays published until the next rotation."""
+    """Make a new current key; the previous one stays published until the next rotation
+    (a first rotation makes the first key too, so that there is a previous one to publish)."""
+    current(session)
     return generate(session)

@@ -129,6 +129,11 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+def listed(session: Session) -> list[LtiPlatform]:
+    """Every registered platform, the first registered first."""
+    return list(session.scalars(select(LtiPlatform).order_by(LtiPlatform.id)))
+
+
 def by_issuer(session: Session, issuer: str) -> list[Platform]:
     if not isinstance(issuer, str):
         return []

@@ -291,6 +291,17 @@ def located_report(report: dict | None, cell_map: dict | None) -> dict | None:
     return located
 
 
+def locate_in_place(report, cell_map: dict | None) -> None:
+    """As :func:`located_report`, on a report as the engine returns it (a
+    grader.protocol.report.Report), in place: its messages name the cell of each line."""
+    if not cell_map:
+        return
+    located = located_report(report.to_dict(), cell_map)
+    report.message = located["message"]
+    for test, shown in zip(report.tests, located["tests"]):
+        test.message, test.i18n = shown["message"], shown["i18n"]
+
+
 def described(cell_map: dict | None) -> dict | None:
     """The map as the API and webhooks show it: each cell taken, where it is in the graded source."""
     if not cell_map:

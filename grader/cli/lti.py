@@ -1,16 +1,23 @@
-"""`grader lti ...`: register LMS platforms, list them, rotate the tool's signing key."""
+"""`grader lti ...` (register LMS platforms, list them, rotate the tool's signing key) and
+`grader course sync-roster` (read an LMS course's roster)."""
 
 from __future__ import annotations
 
 import click
+from sqlalchemy.exc import IntegrityError
+
+from grader import db
+from grader.lti import keys, platforms, roster
+from grader.lti.tool import ServiceError
+from grader.settings import settings
 
 
 @click.group("lti")
-def lti() -> None:
+def lti_group() -> None:
     """LTI 1.3: the LMS platforms this tool trusts, and its signing keys."""
 
 
-@lti.command("add-platform")
+@lti_group.command("add-platform")
 @click.option("--issuer", required=True, help="The platform's issuer (iss), e.g. https://canvas.instructure.com.")
 @click.option("--client-id", required=True, help="The client id the platform gave this tool.")
 @click.option("--deployment-id", "deployment_ids", multiple=True, required=True,
@@ -21,9 +28,6 @@ def lti() -> None:
 @click.option("--name", default="", help="A name to show (default: the issuer's host).")
 def add_platform_command(issuer, client_id, deployment_ids, auth_login_url, auth_token_url, jwks_url, name):
     """Register a platform, or add deployment ids to one registered before."""
-    from grader import db
-    from grader.lti import platforms
-
     db.upgrade()
     try:
         with db.transaction() as session:
@@ -36,29 +40,40 @@ def add_platform_command(issuer, client_id, deployment_ids, auth_login_url, auth
     click.echo(f"registered {shown}", err=True)
 
 
-@lti.command("list-platforms")
+@lti_group.command("list-platforms")
 def list_platforms_command() -> None:
     """The registered platforms, one a line: id, issuer, client id, deployment ids."""
-    from sqlalchemy import select
-
-    from grader import db
-    from grader.lti.models import LtiPlatform
-
     db.upgrade()
     with db.transaction() as session:
-        for row in session.scalars(select(LtiPlatform).order_by(LtiPlatform.id)):
+        for row in platforms.listed(session):
             click.echo(f"{row.id}\t{row.issuer}\t{row.client_id}\t{','.join(row.deployment_ids)}\t{row.name}")
 
 
-@lti.command("rotate-key")
+@lti_group.command("rotate-key")
 def rotate_key_command() -> None:
     """Make a new signing key. The JWKS keeps the previous one until the next rotation,
     so platforms that cached it still verify what it signed."""
-    from grader import db
-    from grader.lti import keys
-
     db.upgrade()
     with db.transaction() as session:
-        keys.current(session)  # a first rotation leaves a previous key to publish too
         kid = keys.rotate(session).kid
     click.echo(f"the tool now signs with key {kid}", err=True)
+
+
+@click.command("sync-roster")
+@click.option("--course", "course_id", required=True, type=int, help="The LMS course's id (as on its page).")
+def course_sync_roster_command(course_id: int) -> None:
+    """Read an LMS course's roster from the LMS now (Names and Role Provisioning Services):
+    members who never launched are added with their LMS roles, roles changed, members the
+    LMS no longer lists removed (their work stays). Prints what changed."""
+    db.upgrade()
+    try:
+        result = roster.sync(course_id, timeout=settings().http_timeout_s)
+    except roster.NoRoster as exc:
+        raise click.ClickException(str(exc)) from None
+    except ServiceError as exc:
+        raise click.ClickException(f"the roster was not read, and stays as it was: "
+                                   f"{f'the LMS answered {exc.status}: ' if exc.status else ''}{exc.detail}") from None
+    except IntegrityError:
+        raise click.ClickException("a launch added the same user meanwhile, and the roster stays as it was: "
+                                   "run the command again") from None
+    click.echo(f"course {course_id}: {result}")

@@ -1,0 +1,50 @@
+"""`grader check` and `grader exercise check`: check exercise bundles on this machine."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grader import catalog
+from grader.authoring import mutation
+from grader.authoring.check import check
+from grader.authoring.check_table import format_check
+from grader.engine import SandboxUnavailable
+from grader.settings import settings
+
+
+@click.command("check")
+@click.argument("exercises", nargs=-1)
+@click.option("--mutate", is_flag=True, help="Mutate each reference solution and report the mutants "
+              "that still get full marks (see grader.authoring.mutation).")
+def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
+    """Check exercise bundles: the reference scores full marks (twice, identically),
+    the starter less, and every mutant fails exactly as it declares.
+
+    With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
+    """
+    try:
+        chosen = ([catalog.find(e) for e in exercises] if exercises
+                  else catalog.all_bundles(settings().exercises_dir))
+        if mutate:
+            results = [r for bundle in chosen for r in mutation.run(bundle)]
+            click.echo(mutation.format_results(results))
+            sys.exit(1 if any(r.hole for r in results) else 0)
+        rows = [row for bundle in chosen for row in check(bundle)]
+    except catalog.CatalogError as exc:
+        raise click.ClickException(str(exc)) from None
+    except SandboxUnavailable as exc:
+        click.echo(f"error: cannot grade: {exc}", err=True)
+        sys.exit(2)
+    click.echo(format_check(rows))
+    sys.exit(0 if rows and all(r.ok for r in rows) else 1)
+
+
+@click.command("check")
+@click.argument("exercises", nargs=-1)
+@click.option("--mutate", is_flag=True, help="Also mutate each reference solution (see `grader check`).")
+@click.pass_context
+def exercise_check_command(context: click.Context, exercises: tuple[str, ...], mutate: bool) -> None:
+    """Check bundles here, before pushing them: the same as `grader check`."""
+    context.forward(check_command)
