@@ -15,7 +15,7 @@ from sqlalchemy import select
 from grader import catalog, db
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import invitations
 from grader.engine import grade
 from grader.submissions import practice as runs

@@ -14,12 +14,13 @@ from html.parser import HTMLParser
 
 import pytest
 
+from grader.courses.models import Assignment
 from grader import db
 from grader.accounts import keys, users
 from grader.catalog.models import Exercise
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses.analytics import analytics
-from grader.courses.members import set_role
+from grader.courses.roster import set_role
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
 
@@ -121,7 +122,7 @@ def klass(app, database_url, monkeypatch):
 def test_the_numbers_are_the_ones_worked_out_by_hand(klass, database_url):
     assignment_id, _ = klass
     with db.transaction(database_url) as s:
-        found = analytics(s, s.get(courses.Assignment, assignment_id), at=NOW)
+        found = analytics(s, s.get(Assignment, assignment_id), at=NOW)
     assert found.students == 6  # the TA is no student of it
     scores = found.scores
     assert (scores.scored, scores.unscored, scores.max_score) == (5, 1, 6)

@@ -454,8 +454,8 @@ def test_every_error_code_in_the_code_is_documented():
                ROOT / "grader" / "accounts" / "keys.py", ROOT / "grader" / "submissions" / "__init__.py",
                ROOT / "grader" / "source.py", ROOT / "grader" / "app.py",
                ROOT / "grader" / "submissions" / "notebooks.py",
-               ROOT / "grader" / "courses" / "assignments.py", ROOT / "grader" / "courses" / "rules.py",
-               ROOT / "grader" / "courses" / "regrades.py", ROOT / "grader" / "courses" / "similarity.py"]
+               *(ROOT / "grader" / "courses" / f"{name}.py" for name in (
+                   "assignments", "counting", "fields", "roster", "rules", "regrades", "similarity"))]
     codes = set()
     for source in sources:
         text = source.read_text(encoding="utf-8")

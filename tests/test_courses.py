@@ -11,12 +11,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from grader.courses.models import Assignment, Course
 from grader import clock, db
 from grader.accounts.models import User
 from grader.bundle import CatalogError
 from grader.catalog.models import Exercise
 from grader.catalog.uploads import bundle_at
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses.gradebook import gradebook, students_csv, submissions_csv
 from grader.submissions import SubmissionError
 from grader.submissions.models import Submission, SubmissionStatus
@@ -50,7 +51,7 @@ def student(s, email: str) -> User:
 
 def submit(url, assignment_id, email, at) -> str:
     with clock.travel(at), db.transaction(url) as s:
-        return courses.submit(s, user=student(s, email), assignment=s.get(courses.Assignment, assignment_id),
+        return courses.submit(s, user=student(s, email), assignment=s.get(Assignment, assignment_id),
                               source=SOURCE).id
 
 
@@ -79,7 +80,7 @@ def test_submissions_are_taken_under_the_rules_and_refusals_say_why_and_when(cou
         s.add(User(email="stranger@uni.edu", name="Stranger", role="student"))
     assert refusal(url, assignment_id, "stranger@uni.edu", DUE).code == "not_a_member"
     with db.transaction(url) as s:  # an extension gives one more attempt, with its reason
-        courses.grant_extension(s, s.get(courses.Assignment, assignment_id), student(s, "ada@uni.edu"),
+        courses.grant_extension(s, s.get(Assignment, assignment_id), student(s, "ada@uni.edu"),
                                 extra_attempts=1, reason="ill on the due date", by="ines@uni.edu")
     submit(url, assignment_id, "ada@uni.edu", DUE + MINUTE)
 
@@ -90,7 +91,7 @@ def test_the_score_that_counts_is_the_best_after_late_penalties_or_the_override(
     grade(url, submit(url, assignment_id, "ada@uni.edu", DUE + HOUR), 6)          # late by a day: 5.4
     grade(url, submit(url, assignment_id, "bo@uni.edu", DUE + 2 * DAY + HOUR), 6)   # late 3 days: capped at 25%
     with db.transaction(url) as s:
-        assignment = s.get(courses.Assignment, assignment_id)
+        assignment = s.get(Assignment, assignment_id)
         ada = courses.standing(s, assignment, student(s, "ada@uni.edu"))
         assert (ada.counted.score, ada.counted.penalty, ada.counted.late, ada.counted.of) == (5.4, 10, True, 2)
         assert ada.attempts_left == 0 and ada.refusal.code == "no_attempts_left"
@@ -108,10 +109,10 @@ def test_the_gradebook_exports_as_csv_that_reads_back_in_the_courses_time_zone(c
     grade(url, submit(url, assignment_id, "ada@uni.edu", DUE + HOUR), 6)
     grade(url, submit(url, assignment_id, "bo@uni.edu", DUE - DAY), 4)
     with db.transaction(url) as s:
-        assignment = s.get(courses.Assignment, assignment_id)
+        assignment = s.get(Assignment, assignment_id)
         courses.grant_extension(s, assignment, student(s, "cy@uni.edu"), due_at=(DUE + 2 * DAY).isoformat(),
                                 reason="exchange semester", by="ines@uni.edu")
-        book = gradebook(s, s.get(courses.Course, course_id))
+        book = gradebook(s, s.get(Course, course_id))
         per_student = list(csv.DictReader(io.StringIO(students_csv(book))))
         per_submission = list(csv.DictReader(io.StringIO(submissions_csv(s, book))))
     title = "Your first gradient"
@@ -126,7 +127,7 @@ def test_the_gradebook_exports_as_csv_that_reads_back_in_the_courses_time_zone(c
 def test_a_roster_with_a_bad_line_imports_nothing_and_says_which(course_db):
     url, course_id, _ = course_db
     with db.transaction(url) as s:
-        course = s.get(courses.Course, course_id)
+        course = s.get(Course, course_id)
         with pytest.raises(courses.CourseError) as caught:
             courses.import_roster(s, course, courses.roster_rows(
                 "email,name,role\nnew@uni.edu,New,student\nnot-an-email,X,student\nold@uni.edu,Old,professor\n"))
@@ -150,7 +151,7 @@ def test_an_assignment_with_a_bad_rule_is_refused_with_the_reason(course_db, fie
     url, course_id, _ = course_db
     with db.transaction(url) as s:
         with pytest.raises(courses.CourseError, match=says):
-            courses.create_assignment(s, s.get(courses.Course, course_id),
+            courses.create_assignment(s, s.get(Course, course_id),
                                       **{"exercise": "autograd-basics", "due_at": DUE.isoformat(), **fields})
 
 

@@ -23,9 +23,9 @@ from sqlalchemy import func, select
 from grader import clock, db
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import invitations
-from grader.courses.assignments import CourseError
+from grader.courses.fields import CourseError
 from grader.courses.models import Course, CourseMember, Invitation
 from tests.forms import sign_in, token
 from tests.test_web import ada, site  # noqa: F401  (fixtures too)

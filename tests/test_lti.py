@@ -357,13 +357,12 @@ def test_an_assignment_link_sends_the_late_adjusted_score_that_counts(lms, servi
 
         # The instructor excuses the lateness by hand: the LMS gets the score that counts now,
         # stamped later than the grade, so the platform takes it over the grade's.
-        from grader.courses import assignments
-
+        from grader import courses
         with db.transaction(service) as session:
             user_id = session.query(LtiGradeTarget).filter_by(assignment_id=assignment_id).one().user_id
-            assignments.set_override(session, session.get(Assignment, assignment_id), session.get(User, user_id),
+            courses.set_override(session, session.get(Assignment, assignment_id), session.get(User, user_id),
                                      score=6, reason="late for a documented illness", by="teacher-1")
-        assignments.announce_standing(assignment_id, user_id)
+        courses.announce_standing(assignment_id, user_id)
         deadline = time.monotonic() + 60
         while len(lms.scores) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)

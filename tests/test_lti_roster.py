@@ -21,7 +21,7 @@ from sqlalchemy import select
 from grader import clock, db, submissions
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import assignments, members
+from grader import courses
 from grader.courses.models import Assignment, Course, CourseMember, Extension, ScoreOverride
 from grader.lti import keys, roster
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiRoster, LtiScorePost
@@ -87,14 +87,14 @@ def test_a_sync_adds_who_never_launched_changes_roles_and_removes_who_left(lms, 
         course = session.get(Course, course_id)
         helper = users.create_user(session, email="helper@example.org", password="correct horse", role="student")
         elsewhere = submissions.user_by_external_id(session, f"lti:{pid + 1}|student-3")  # another platform's
-        members.set_role(session, course_id, helper.id, "ta")
-        members.set_role(session, course_id, elsewhere.id, "student")
-        assignment = assignments.create_assignment(session, course, exercise="autograd-basics",
+        courses.set_role(session, course_id, helper.id, "ta")
+        courses.set_role(session, course_id, elsewhere.id, "student")
+        assignment = courses.create_assignment(session, course, exercise="autograd-basics",
                                                    due_at=(clock.now() + timedelta(days=7)).isoformat())
         leaving = session.query(User).filter_by(external_id=f"lti:{pid}|student-3").one()
-        submitted = assignments.submit(session, user=leaving, assignment=assignment, source=SOLUTION).id
-        assignments.grant_extension(session, assignment, leaving, extra_attempts=1, reason="ill", by="teacher")
-        assignments.set_override(session, assignment, leaving, score=3, reason="partial credit", by="teacher")
+        submitted = courses.submit(session, user=leaving, assignment=assignment, source=SOLUTION).id
+        courses.grant_extension(session, assignment, leaving, extra_attempts=1, reason="ill", by="teacher")
+        courses.set_override(session, assignment, leaving, score=3, reason="partial credit", by="teacher")
         leaving_id = leaving.id
     lms.roster = [member("teacher-1", [INSTRUCTOR], "Grace Hopper"),
                   member("student-1", [TEACHING_ASSISTANT], "Ada Lovelace"),  # made a TA in the LMS
@@ -298,7 +298,7 @@ def test_the_command_line_syncs_a_courses_roster(lms, service):
     failed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert failed.returncode == 1 and "stays as it was: the LMS answered 500: oops" in failed.stderr
     with db.transaction(service) as session:
-        local = assignments.create_course(session, title="Local", code="LOC1")
+        local = courses.create_course(session, title="Local", code="LOC1")
         local_id = local.id
     missing = subprocess.run(command[:-1] + [str(local_id)], cwd=ROOT, capture_output=True, text=True)
     assert missing.returncode == 1 and "no roster to read" in missing.stderr
@@ -311,7 +311,7 @@ def _assignment_with_a_launched_link(lms: Platform, service: str) -> int:
     the LMS, which records where the assignment's scores go, and submits nothing."""
     course_id = _lms_course(lms, service)
     with db.transaction(service) as session:
-        assignment_id = assignments.create_assignment(
+        assignment_id = courses.create_assignment(
             session, session.get(Course, course_id), exercise="autograd-basics",
             due_at=(clock.now() + timedelta(days=7)).isoformat()).id
     page = launch(lms, Pending(user="student-1", roles=[LEARNER], nrps=True, resource_link="link-2",
@@ -325,12 +325,12 @@ def _set_by_staff(service: str, assignment_id: int, sub: str, *, score=None, ext
         assignment = session.get(Assignment, assignment_id)
         student = session.query(User).filter_by(external_id=f"lti:{_platform_id(service)}|{sub}").one()
         if score is not None:
-            assignments.set_override(session, assignment, student, score=score, reason="oral exam", by="teacher-1")
+            courses.set_override(session, assignment, student, score=score, reason="oral exam", by="teacher-1")
         else:
-            assignments.grant_extension(session, assignment, student, extra_attempts=extra_attempts,
+            courses.grant_extension(session, assignment, student, extra_attempts=extra_attempts,
                                         reason="ill", by="teacher-1")
         user_id = student.id
-    assignments.announce_standing(assignment_id, user_id)
+    courses.announce_standing(assignment_id, user_id)
 
 
 def test_a_score_set_by_hand_reaches_the_lms_for_a_student_who_never_launched(lms, service, tmp_path):

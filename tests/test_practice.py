@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 
 from grader import db
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.db import now
 from grader.engine import grade
 from grader.submissions import SubmissionError

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from grader import catalog, db, submissions
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import regrades
 from grader.courses.models import Assignment, Regrade, RegradeGrade
 from grader.engine.grading import grade

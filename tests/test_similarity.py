@@ -16,7 +16,7 @@ from sqlalchemy import select
 from grader import db
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import similarity
 from grader.courses.models import Assignment
 from grader.submissions.models import Submission, SubmissionStatus

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from grader import db
 from grader.accounts import keys
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.submissions.models import Submission
 from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)
 from tests.forms import sign_in, token

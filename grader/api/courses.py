@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from grader import submissions
 from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import analytics, regrades, similarity
 from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
 from grader.courses.models import Assignment, Course, Regrade

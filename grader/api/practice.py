@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from grader import submissions
 from grader.api.views import ApiError, _own_assignment, bp, caller_user, requires
-from grader.courses import assignments
+from grader import courses
 from grader.extensions import get_db
 from grader.submissions import notebooks
 from grader.submissions import practice as runs
@@ -27,7 +27,7 @@ def start(target: str | int, source, user: str):
         with get_db() as session:
             owner = caller_user(session, user)
             if isinstance(target, int):
-                run = assignments.practice(session, user=owner, assignment=_own_assignment(session, target),
+                run = courses.practice(session, user=owner, assignment=_own_assignment(session, target),
                                            source=source)
             else:
                 run = runs.start(session, user=owner, exercise_slug=target, source=source)

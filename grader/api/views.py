@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from grader import submissions, webhooks
 from grader.accounts import keys
 from grader.catalog import is_slug
-from grader.courses import assignments
+from grader import courses
 from grader.accounts.models import User
 from grader.courses.models import Assignment, Course
 from grader.db import now
@@ -262,7 +262,7 @@ def _store_once(target: str | int, source: str, user: str) -> tuple[str, str, st
         # The key's own user: key B's "alice" is not key A's, nor an LMS's.
         owner = caller_user(session, user)
         if assignment is not None:  # under the assignment's rules: its window, attempts, cool-down
-            row = assignments.submit(session, user=owner, assignment=assignment, source=source)
+            row = courses.submit(session, user=owner, assignment=assignment, source=source)
         else:
             row = submissions.create(session, user=owner, exercise_slug=target, source=source)
         # The key's webhooks hear about it when it is graded.
@@ -285,7 +285,7 @@ def _own_assignment(session, assignment_id: int) -> Assignment:
     assignment = session.get(Assignment, assignment_id) if 0 < assignment_id < 2**31 else None
     course = session.get(Course, assignment.course_id) if assignment is not None else None
     if g.caller.user_id is not None:
-        ours = course is not None and assignments.role_in(session, course, session.get(User, g.caller.user_id)) \
+        ours = course is not None and courses.role_in(session, course, session.get(User, g.caller.user_id)) \
             is not None
     else:
         ours = course is not None and course.api_key_id == g.caller.key_id
@@ -305,7 +305,7 @@ def get_submission(submission_id: str):
                 # what the site would show them: hidden tests held until the assignment says.
                 row = session.scalar(select(Submission).where(Submission.id == submission_id,
                                                               Submission.user_id == g.caller.user_id))
-                held = row and assignments.feedback_held_until(session, row, g.caller.user_id)
+                held = row and courses.feedback_held_until(session, row, g.caller.user_id)
             else:
                 # Only the key that made a submission reads it; another's is "not found".
                 row = session.scalar(select(Submission).join(

@@ -9,7 +9,7 @@ import click
 
 from grader import db
 from grader.accounts import users
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import invitations
 
 

@@ -8,7 +8,8 @@ import click
 
 from grader import db
 from grader.courses import regrades
-from grader.courses.assignments import CourseError, course_called
+from grader.courses.fields import CourseError
+from grader.courses.roster import course_called
 from grader.courses.gradebook import gradebook, students_csv, submissions_csv
 from grader.courses.models import Regrade
 

@@ -1,4 +1,34 @@
-"""Courses: where roles live. A course is, for now, an LMS context (one per platform
-registration and context id); its members hold a role in it (student, ta, instructor)
-and its placements (LMS links) say which exercises it uses. Rights over submissions
-come from these, course by course; only a local administrator has site-wide powers."""
+"""The course core: courses, who is in them, assignments and their rules, and what counts.
+
+    roster.py       a course, its members and their roles, the exercises it uses; rosters
+    assignments.py  assignments (an exercise at a pinned version, due dates, rules), extensions
+                    and scores set by hand
+    counting.py     taking a submission or practice run under the rules; where a student
+                    stands (attempts, the score that counts, held feedback)
+    rules.py        the rules as pure functions of times and attempts
+    times.py        a course's time zone, and times as it reads them
+    fields.py       CourseError, and the checks of what forms and API bodies give
+    access.py       who sees what; gradebook.py, analytics.py, regrades.py, similarity.py,
+                    invitations.py, tasks.py: what staff run a course with
+    models.py       the tables
+
+Surfaces ask this package (``from grader import courses``): its names below are the
+domain's face; the modules above are where each rule is written once.
+"""
+
+from grader.courses.assignments import (STANDING_TASK, announce_standing, course_of, create_assignment,
+                                        extension_of, grant_extension, override_of, rules_of, set_override)
+from grader.courses.counting import (COUNTED_STATUSES, Standing, counted, feedback_held_until, practice,
+                                     standing, submit)
+from grader.courses.fields import CourseError
+from grader.courses.roster import (MAX_ROSTER_LINES, RosterResult, course_by_id, course_called, create_course,
+                                   import_roster, members, place, role_in, roster_rows, set_role)
+from grader.courses.times import shown, zone
+
+__all__ = [
+    "STANDING_TASK", "announce_standing", "course_of", "create_assignment", "extension_of", "grant_extension",
+    "override_of", "rules_of", "set_override", "COUNTED_STATUSES", "Standing", "counted", "feedback_held_until",
+    "practice", "standing", "submit", "CourseError", "MAX_ROSTER_LINES", "RosterResult", "course_by_id",
+    "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",
+    "shown", "zone",
+]

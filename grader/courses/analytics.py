@@ -4,7 +4,7 @@ them, how many attempts and how long full marks took, and who has not got there 
 their due date nears.
 
 Computed from the rows when asked (nothing is stored). Only the course's students count;
-each one's score is the one the gradebook counts (grader.courses.assignments.counted,
+each one's score is the one the gradebook counts (grader.courses.counting.counted,
 under their extension and override). Reports are read as stored: Report.to_dict()."""
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
-from grader.courses.assignments import _aware, counted, course_of, members, rules_of, shown
+from grader.courses.times import aware as _aware, shown
+from grader.courses.counting import counted
+from grader.courses.assignments import course_of, rules_of
+from grader.courses.roster import members
 from grader.courses.gradebook import who
 from grader.courses.models import Assignment, Course, Extension, MemberRole, ScoreOverride
 from grader.courses.rules import Counted

@@ -14,7 +14,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
-from grader.courses.assignments import _aware, counted, members, rules_of, shown
+from grader.courses.times import aware as _aware, shown
+from grader.courses.counting import counted
+from grader.courses.roster import members
+from grader.courses.assignments import rules_of
 from grader.courses.models import Assignment, Course, Extension, ScoreOverride
 from grader.courses.rules import Counted, late_penalty
 from grader.submissions import shown_external_id

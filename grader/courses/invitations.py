@@ -16,8 +16,9 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
-from grader.courses.assignments import CourseError, role_in
-from grader.courses.members import set_role
+from grader.courses.fields import CourseError
+from grader.courses.roster import role_in
+from grader.courses.roster import set_role
 from grader.courses.models import Course, Invitation, MemberRole
 from grader.clock import as_utc
 from grader.db import now

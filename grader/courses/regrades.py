@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
-from grader.courses.assignments import CourseError, counted, extension_of, override_of, rules_of
+from grader.courses.fields import CourseError
+from grader.courses.counting import counted
+from grader.courses.assignments import extension_of, override_of, rules_of
 from grader.courses.models import Assignment, Regrade, RegradeGrade, RegradeStatus
 from grader.courses.rules import Counted
 from grader import db

@@ -44,7 +44,10 @@ from sqlalchemy.orm import Session, load_only
 from grader.accounts.models import User
 from grader.bundle import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at
-from grader.courses.assignments import CourseError, counted, course_of, members, rules_of
+from grader.courses.fields import CourseError
+from grader.courses.counting import counted
+from grader.courses.assignments import course_of, rules_of
+from grader.courses.roster import members
 from grader.courses.models import Assignment, Extension, MemberRole
 from grader.submissions.models import Submission, SubmissionStatus
 

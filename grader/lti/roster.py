@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from grader import db, submissions
 from grader.accounts.models import User
-from grader.courses import members as course_members
+from grader import courses
 from grader.courses.models import Course, CourseMember
 from grader.db import now
 from grader.lti import keys, roles
@@ -157,7 +157,7 @@ def apply(session: Session, course: Course, found: list[Member]) -> Synced:
         role = roles.course_role(member.roles)
         current = ours.get(external_id)
         if current is None:
-            course_members.set_role(session, course.id, user.id, role)
+            courses.set_role(session, course.id, user.id, role)
             added += 1
         elif current.role != role:
             current.role = role

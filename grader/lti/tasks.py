@@ -28,7 +28,7 @@ from grader import db
 from grader.clock import as_utc
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
-from grader.courses import assignments
+from grader import courses
 from grader.courses.models import Assignment, ScoreOverride
 from grader.lti import keys, roster
 from grader.lti.models import LtiGradeTarget, LtiScorePost
@@ -122,7 +122,7 @@ def _derived_targets(session, assignment_id: int, user_id: int) -> list[int]:
 def _score(session, row: Submission, policy: str) -> float:
     if row.assignment_id is not None:
         assignment = session.get(Assignment, row.assignment_id)
-        counted = assignments.standing(session, assignment, row.user).counted
+        counted = courses.standing(session, assignment, row.user).counted
         return float(counted.score or 0)
     if policy == "latest":
         return float(row.score or 0)
@@ -194,7 +194,7 @@ def publish_standing(self, target_id: int, changed_at: str | None = None) -> str
         assignment = session.get(Assignment, target.assignment_id) if target and target.assignment_id else None
         if assignment is None:
             return "missing"
-        standing = assignments.standing(session, assignment, session.get(User, target.user_id))
+        standing = courses.standing(session, assignment, session.get(User, target.user_id))
         if standing.override is None or standing.counted.score is None:
             return "missing"  # nothing set by hand (any more): nothing to send
         exercise = session.get(Exercise, assignment.exercise_slug)

@@ -52,7 +52,7 @@ def check_source(source: str | bytes | Notebook) -> str:
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,
            assignment_id: int | None = None, version: int | None = None) -> Submission:
     """Add a queued submission to the session (the caller commits, then calls enqueue).
-    Made to an assignment (grader.courses.assignments.submit), it is graded against the
+    Made to an assignment (grader.courses.counting.submit), it is graded against the
     ``version`` the assignment pinned; otherwise against the one published now. A
     notebook is stored as the Python graded, with the map of its lines to the cells."""
     text = check_source(source)

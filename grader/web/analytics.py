@@ -11,7 +11,7 @@ from flask import abort, render_template
 from flask_babel import gettext as _
 from markupsafe import Markup
 
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses.analytics import Analytics, Bin, analytics
 from grader.courses.gradebook import who
 from grader.escapes import shown as escaped

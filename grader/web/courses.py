@@ -11,10 +11,11 @@ from flask import Response, abort, g, redirect, render_template, request, url_fo
 from flask_babel import gettext as _
 from sqlalchemy import select
 
+from grader.accounts.models import User
 from grader import submissions
 from grader.catalog.models import Exercise
 from grader.courses import access, invitations
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
 from grader.courses import regrades
 from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember, Regrade
@@ -280,9 +281,9 @@ errors.refused_forms["web.assignment_submit"] = lambda message: _assignment_page
     request.view_args["assignment_id"], source=posted_source()[2], error=message, status=429)
 
 
-def _student(s, course: Course, user_id: str) -> courses.User:
+def _student(s, course: Course, user_id: str) -> User:
     try:
-        member = s.get(courses.User, int(user_id))
+        member = s.get(User, int(user_id))
     except (TypeError, ValueError):
         member = None
     if member is None or courses.role_in(s, course, member) is None:

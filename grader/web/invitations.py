@@ -13,7 +13,8 @@ from sqlalchemy.exc import IntegrityError
 from grader.accounts import users
 from grader.courses import invitations
 from grader.accounts.models import User
-from grader.courses.assignments import CourseError, role_in
+from grader.courses.fields import CourseError
+from grader.courses.roster import role_in
 from grader.extensions import get_db, limiter
 from grader.web import bp
 from grader.web.auth import login_required, sign_in

@@ -13,7 +13,8 @@ from sqlalchemy.exc import IntegrityError
 
 from grader import submissions
 from grader.catalog.models import Exercise
-from grader.courses import access, members
+from grader import courses
+from grader.courses import access
 from grader.courses.models import STAFF_ROLES, Assignment, Course
 from grader.extensions import get_db
 from grader.lti import keys, platforms, roles, roster
@@ -129,7 +130,7 @@ def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int |
         course = _course(s, data, user.id, role) if data.context_id else None
         slug, assignment_id = _opened_by(s, data, course)
         if slug and course is not None:
-            members.place(s, course.id, slug)
+            courses.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
             _record_target(s, data, user.id, slug, assignment_id)
         roster_due = course is not None and roster.remember(s, course.id, data.memberships_url)
@@ -150,7 +151,7 @@ def _course(s, data: Launch, user_id: int, role: str) -> Course:
     if data.context_label or not course.code:
         course.code = data.context_label[:200]
     s.flush()
-    members.set_role(s, course.id, user_id, role)
+    courses.set_role(s, course.id, user_id, role)
     return course
 
 

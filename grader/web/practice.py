@@ -9,7 +9,7 @@ import re
 from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
 
 from grader import submissions
-from grader.courses import assignments as courses
+from grader import courses
 from grader.extensions import get_db, limiter, one_at_a_time
 from grader.submissions import practice as runs
 from grader.submissions.models import PENDING, PracticeRun

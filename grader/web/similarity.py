@@ -9,7 +9,7 @@ import re
 from flask import abort, render_template
 from flask_babel import gettext as _
 
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import similarity
 from grader.courses.gradebook import who
 from grader.extensions import get_db

@@ -16,7 +16,8 @@ from sqlalchemy import func, select
 from grader import submissions
 from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
-from grader.courses import access, assignments
+from grader import courses
+from grader.courses import access
 from grader.courses.models import Assignment, Course
 from grader.escapes import shown
 from grader.extensions import get_db, limiter, one_at_a_time
@@ -238,11 +239,11 @@ def held_ids(s, rows: list[Submission]) -> set[str]:
 
 def held_until(s, row: Submission) -> str | None:
     """When the hidden tests' results of ``row`` are shown to the viewer, in its course's
-    time, if they are held from them now; else None (see assignments.feedback_held_until)."""
-    until = assignments.feedback_held_until(s, row, g.user.id)
+    time, if they are held from them now; else None (see courses.feedback_held_until)."""
+    until = courses.feedback_held_until(s, row, g.user.id)
     if until is None:
         return None
-    return assignments.shown(until, s.get(Course, s.get(Assignment, row.assignment_id).course_id))
+    return courses.shown(until, s.get(Course, s.get(Assignment, row.assignment_id).course_id))
 
 
 @bp.get("/submissions/<submission_id>")

@@ -20,9 +20,9 @@ from sqlalchemy import func, select
 from grader import clock, db
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.courses import invitations
-from grader.courses.members import set_role
+from grader.courses.roster import set_role
 from grader.courses.models import Course, CourseMember, Invitation
 from grader.lti.models import LtiPlatform
 from tests.test_invitations import NEWCOMER, accounts, make_link, prof, role_of, signup  # noqa: F401  (fixture too)

@@ -17,7 +17,7 @@ from sqlalchemy import delete, func, select
 from grader import db
 from grader.accounts import keys
 from grader.accounts.models import ApiKey, User
-from grader.courses import assignments as courses
+from grader import courses
 from grader.db import now
 from grader.submissions.models import PracticeRun, Submission
 from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)

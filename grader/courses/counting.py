@@ -1,0 +1,121 @@
+"""Taking a submission or a practice run under an assignment's rules, and where a student
+stands: attempts used and left, the score that counts, why a submission now would be
+refused, and whether the hidden tests' results are held from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from grader import submissions
+from grader.accounts.models import User
+from grader.courses import rules as course_rules
+from grader.courses.assignments import extension_of, override_of, require_member, rules_of
+from grader.courses.fields import CourseError
+from grader.courses.models import STAFF_ROLES, Assignment, CourseMember, Extension, ScoreOverride
+from grader.courses.rules import Attempt, Counted, Refusal, Rules
+from grader.courses.times import aware
+from grader.db import now
+from grader.submissions import practice as practice_runs
+from grader.submissions.models import PracticeRun, Submission, SubmissionStatus
+
+
+COUNTED_STATUSES = (SubmissionStatus.QUEUED, SubmissionStatus.RUNNING, SubmissionStatus.GRADED)
+
+
+def _attempts(session: Session, assignment: Assignment, user_id: int) -> list[Submission]:
+    """The student's attempts: every submission but those the grader failed to grade
+    (a failure of ours never costs an attempt)."""
+    return list(session.scalars(select(Submission).where(
+        Submission.assignment_id == assignment.id, Submission.user_id == user_id,
+        Submission.status.in_(COUNTED_STATUSES)).order_by(Submission.created_at)))
+
+
+def submit(session: Session, *, user: User, assignment: Assignment, source) -> Submission:
+    """A submission to the assignment, if its rules accept one from ``user`` now;
+    SubmissionError with the refusal's code (and ``reopens_at``) where they do not."""
+    try:
+        require_member(session, assignment, user)
+    except CourseError as exc:
+        raise submissions.SubmissionError(exc.code, exc.message) from None
+    rules = rules_of(assignment, extension_of(session, assignment, user.id))
+    made = _attempts(session, assignment, user.id)
+    try:
+        course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
+    except Refusal as refusal:
+        error = submissions.SubmissionError(refusal.code, refusal.message)
+        error.reopens_at = refusal.reopens_at
+        raise error from None
+    return submissions.create(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
+                              assignment_id=assignment.id, version=assignment.exercise_version)
+
+
+def practice(session: Session, *, user: User, assignment: Assignment, source) -> PracticeRun:
+    """A practice run for the assignment, by one of its course's members: the visible
+    tests of the version it pinned, at any time, counted for nothing (no attempt used)."""
+    try:
+        require_member(session, assignment, user)
+    except CourseError as exc:
+        raise submissions.SubmissionError(exc.code, exc.message) from None
+    return practice_runs.start(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
+                               assignment_id=assignment.id, version=assignment.exercise_version)
+
+
+@dataclass
+class Standing:
+    """Where one student stands on one assignment."""
+
+    rules: Rules
+    extension: Extension | None
+    override: ScoreOverride | None
+    attempts_used: int
+    counted: Counted
+    refusal: Refusal | None       # why a submission now would be refused (None: it would be taken)
+
+    @property
+    def attempts_left(self) -> int | None:
+        return None if self.rules.attempts is None else max(0, self.rules.attempts - self.attempts_used)
+
+
+def counted(rules: Rules, graded: list[Submission], override: ScoreOverride | None) -> Counted:
+    if override is not None:
+        best = course_rules.counting(rules, [_attempt(s) for s in graded])
+        return Counted(score=override.score, max_score=best.max_score, how="override", of=best.of)
+    return course_rules.counting(rules, [_attempt(s) for s in graded])
+
+
+def _attempt(row: Submission) -> Attempt:
+    return Attempt(row.id, aware(row.created_at), row.score or 0.0, row.max_score or 0.0)
+
+
+def standing(session: Session, assignment: Assignment, user: User) -> Standing:
+    extension = extension_of(session, assignment, user.id)
+    override = override_of(session, assignment, user.id)
+    rules = rules_of(assignment, extension)
+    made = _attempts(session, assignment, user.id)
+    graded = [s for s in made if s.status == SubmissionStatus.GRADED]
+    refusal = None
+    try:
+        course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
+    except Refusal as exc:
+        refusal = exc
+    return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal)
+
+
+def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> datetime | None:
+    """When the hidden tests' results of ``row`` are shown to its student, if they are held
+    from ``viewer_id`` now (an assignment that releases them after its due date); else None.
+    Staff of the course see everything; so does anyone looking at a submission of no assignment."""
+    if row.assignment_id is None or row.user_id != viewer_id:
+        return None
+    assignment = session.get(Assignment, row.assignment_id)
+    rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
+    if course_rules.feedback_released(rules, now()):
+        return None
+    staff = session.scalar(select(CourseMember.id).where(
+        CourseMember.course_id == assignment.course_id, CourseMember.user_id == viewer_id,
+        CourseMember.role.in_(STAFF_ROLES)))
+    return None if staff is not None else rules.due_at

@@ -1,0 +1,29 @@
+"""A course's times: its zone, and a moment as the course reads it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from grader.clock import as_utc
+from grader.courses.models import Course
+
+aware = as_utc  # every time the service stores is UTC; SQLite hands it back naive
+
+
+def zone(name: str | None) -> ZoneInfo:
+    """A course's time zone (UTC where it has none)."""
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def shown(moment: datetime | None, course: Course) -> str:
+    """A time as the course reads it, always with its zone: 2026-12-10 23:59 KST (Asia/Seoul)."""
+    if moment is None:
+        return ""
+    tz = zone(course.time_zone)
+    local = aware(moment).astimezone(tz)
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()} ({tz.key})"
+
