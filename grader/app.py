@@ -18,7 +18,7 @@ from grader.extensions import babel, csrf, limiter, locale
 from grader.web import lti as lti_views
 from grader import logs
 from grader.ops import views as ops_views
-from grader.settings import MAX_SOURCE_BYTES, private_dir, settings
+from grader.settings import MAX_SOURCE_BYTES, Settings, private_dir, settings
 from grader.web import errors
 
 # What a JSON error under /api/ is called, by HTTP status.
@@ -28,12 +28,13 @@ _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 
 _KEPT_HEADERS = ("allow", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
 
 
-def create_app(config: dict | None = None) -> Flask:
-    """The web app. ``config`` overrides the environment's settings (tests pass
-    DATABASE_URL, EXERCISES_DIR). Tasks go to the broker grader.tasks' Celery app was
-    made for (GRADER_REDIS_URL)."""
+def create_app(config: dict | None = None, *, using: Settings | None = None) -> Flask:
+    """The web app, configured from ``using`` (the process's settings by default); ``config``
+    overrides Flask's own configuration (tests pass DATABASE_URL, EXERCISES_DIR). Tasks go
+    to the broker grader.tasks' Celery app was made for (GRADER_REDIS_URL)."""
     app = Flask(__name__, instance_relative_config=True)
-    defaults = settings()
+    defaults = using or settings()
+    app.extensions["grader.settings"] = defaults
     logs.configure(defaults.log_format)
     app.config.from_mapping(
         DATABASE_URL=defaults.database_url,
@@ -63,7 +64,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.config.update(SESSION_COOKIE_SECURE=True, SESSION_COOKIE_SAMESITE="None")
     app.config.update(config or {})
     if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret()
+        app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret(defaults.instance_dir)
 
     # Before the CSRF check reads a form: a bundle's zip may be larger than anything else
     # the site takes, and only the two ways a bundle comes in get that room.
@@ -106,10 +107,10 @@ def _http_error(exc: HTTPException):
     return error_response(status, _HTTP_CODES.get(status, "http_error"), message, headers)
 
 
-def _instance_secret() -> str:
+def _instance_secret(instance_dir: Path) -> str:
     """With no GRADER_SECRET_KEY, a key made once and kept beside the default database, so
     that sessions outlive a restart and every web process of one machine shares it."""
-    path = private_dir(Path(os.environ.get("GRADER_INSTANCE_DIR", Path.cwd() / "instance"))) / "secret_key"
+    path = private_dir(instance_dir) / "secret_key"
     if not path.exists():
         draft = path.with_name(f".secret_key.{os.getpid()}")
         with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:

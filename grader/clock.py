@@ -8,10 +8,11 @@ service's time and nothing else: libraries, timeouts and the rate limits keep th
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
+
+from grader.settings import settings
 
 _moved: timedelta | None = None
 
@@ -21,7 +22,7 @@ def now() -> datetime:
     real = datetime.now(timezone.utc)
     if _moved is not None:
         return real + _moved
-    fixed = os.environ.get("GRADER_NOW")
+    fixed = settings().now
     return parse(fixed) if fixed else real
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -27,7 +26,6 @@ from grader.settings import settings
 
 # What a record may add to its line (``log.info(..., extra={"duration_s": 0.4})``).
 FIELDS = ("submission", "exercise", "worker", "duration_s", "queue", "status", "task")
-_SECRET_ENV = ("GRADER_SECRET_KEY", "GRADER_METRICS_TOKEN", "GRADER_API_KEY")
 _MASKS = (
     (re.compile(r"(?P<keep>[a-zA-Z][\w+.-]*://[^/\s:@]*:)[^@/\s]+@"), r"\g<keep>***@"),  # scheme://user:pw@
     (re.compile(r"(?P<keep>\b[Bb]earer\s+)[^\s\"',;]+"), r"\g<keep>***"),
@@ -54,10 +52,8 @@ def grading(submission_id: str, exercise: str, worker: str | None) -> Iterator[N
 def mask(text: str) -> str:
     for pattern, replacement in _MASKS:
         text = pattern.sub(replacement, text)
-    for name in _SECRET_ENV:
-        secret = os.environ.get(name, "")
-        if len(secret) >= 8:
-            text = text.replace(secret, "***")
+    for secret in settings().secrets():
+        text = text.replace(secret, "***")
     return text
 
 

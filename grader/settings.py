@@ -1,6 +1,10 @@
 """Configuration, read from the environment in one place.
 
-Every setting has a default that works on a single development machine.
+Every setting has a default that works on a single development machine. `settings()` is
+the process's one typed object, parsed once: again only if the environment it came from
+changes (as tests change it), never per call. Nothing else of ours reads the environment,
+but the sandboxes' own code (``grader.inside``), which cannot import this module and reads
+what the worker hands it.
 """
 
 from __future__ import annotations
@@ -71,10 +75,23 @@ class Settings:
     metrics_networks: str = METRICS_NETWORKS
     log_format: str = "text"  # "json": one JSON object per line (grader/logs.py)
     worker_metrics_port: int = 0  # a worker serves its /metrics on this port; 0: it does not
+    # Where the default database and the session signing key live.
+    instance_dir: Path = Path("instance")
+    database_url_given: bool = False  # GRADER_DATABASE_URL was set (else the instance folder's SQLite)
+    # The longest a grade may take; Redis hands an unacknowledged task to another worker after it.
+    grade_limit_s: int = 360
+    now: str = ""  # GRADER_NOW: the service's clock fixed at this ISO 8601 time (demonstrations, tests)
+    prometheus_multiproc_dir: str = ""  # PROMETHEUS_MULTIPROC_DIR: counts shared by a pool's processes
+    api_key: str = ""  # GRADER_API_KEY: the key `grader exercise push` sends
+
+    def secrets(self) -> list[str]:
+        """What logs must never show (masked wherever it appears in a line)."""
+        return [s for s in (self.secret_key or "", self.metrics_token, self.api_key) if len(s) >= 8]
 
     @classmethod
     def from_env(cls) -> "Settings":
         unsafe = _flag("GRADER_UNSAFE_NO_SANDBOX")
+        instance = Path(os.environ.get("GRADER_INSTANCE_DIR") or Path.cwd() / "instance")
         return cls(
             exercises_dir=Path(os.environ.get("GRADER_EXERCISES_DIR", REPO_ROOT / "exercises")),
             sandbox="none" if unsafe else "bwrap",
@@ -109,11 +126,28 @@ class Settings:
             metrics_networks=os.environ.get("GRADER_METRICS_NETWORKS", METRICS_NETWORKS),
             log_format=os.environ.get("GRADER_LOG_FORMAT", "text").strip().lower() or "text",
             worker_metrics_port=int(os.environ.get("GRADER_WORKER_METRICS_PORT") or 0),
+            instance_dir=instance,
+            database_url_given="GRADER_DATABASE_URL" in os.environ,
+            grade_limit_s=int(os.environ.get("GRADER_GRADE_LIMIT_S", 360)),
+            now=os.environ.get("GRADER_NOW", "").strip(),
+            prometheus_multiproc_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""),
+            api_key=os.environ.get("GRADER_API_KEY", ""),
         )
 
 
+_read: tuple[tuple, Settings] | None = None
+
+
 def settings() -> Settings:
-    return Settings.from_env()
+    """This process's settings: parsed from the environment once, and again only when the
+    variables they come from (or the folder defaults are relative to) have changed, or in a
+    forked child (its sandboxes' uids come from its own pid)."""
+    global _read
+    source = (os.getpid(), os.getcwd(), *sorted((k, v) for k, v in os.environ.items()
+                                   if k.startswith("GRADER_") or k == "PROMETHEUS_MULTIPROC_DIR"))
+    if _read is None or _read[0] != source:
+        _read = (source, Settings.from_env())
+    return _read[1]
 
 
 def private_dir(path: Path) -> Path:

@@ -8,17 +8,16 @@ Each domain's tasks live beside its models (grader/<domain>/tasks.py) and are na
 
 from __future__ import annotations
 
-import os
 
 from celery import Celery, signals
 
 from grader import logs, metrics
-from grader.settings import settings
+from grader.settings import Settings, settings
 
 # The longest a grade may take (the longest exercise's submission limit, with room);
 # Redis must not hand an unacknowledged task to another worker before then. The
 # sweeper resends a submission still running this long after it started.
-GRADE_HARD_LIMIT = int(os.environ.get("GRADER_GRADE_LIMIT_S", 360))
+GRADE_HARD_LIMIT = settings().grade_limit_s
 GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else GRADE_HARD_LIMIT * 5 // 6)
 # Every deployment has CPU workers: tasks that only talk HTTP or SQL go there.
 NOTIFY_QUEUE = "cpu"
@@ -26,8 +25,8 @@ TASK_MODULES = ["grader.submissions.tasks", "grader.catalog.tasks", "grader.cour
                 "grader.webhooks.tasks"]
 
 
-def make_celery() -> Celery:
-    config = settings()
+def make_celery(config: Settings | None = None) -> Celery:
+    config = config or settings()
     app = Celery("grader", broker=config.redis_url, include=TASK_MODULES)
     app.conf.update(
         task_default_queue="cpu",

@@ -83,6 +83,7 @@ UNDO = [
 ]
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_the_sandbox_block_is_not_undone_by_reloading_or_the_implementation_module(tmp_path):
     names = blocked.expanded(JACOBIAN + ("torch.nn.functional.softplus",))
     (tmp_path / "grader_names.py").write_text(f"NAMES = {list(names)!r}\n")

@@ -8,6 +8,8 @@ import html
 import io
 import re
 
+import pytest
+
 from tests.test_practice import practise_on_site
 from tests.forms import sign_in, token
 from tests.test_web import GOOD, ada, site, submit  # noqa: F401  (fixtures too)
@@ -90,6 +92,7 @@ def test_the_editor_says_how_to_leave_it_and_submit_from_the_keyboard(ada):
     assert re.search(r'<textarea id="source"[^>]*aria-describedby="[^"]*editor-keys', page)
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_progress_counts_out_of_the_known_total_from_the_start(ada, database_url):
     from tests.test_web import store_grade
 

@@ -283,6 +283,7 @@ def test_the_join_page_comes_in_korean(prof, site):
     assert 'lang="ko"' in page and "Make my account and join" not in page
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_gunicorns_access_log_keeps_a_links_start_only(prof, database_url, tmp_path):
     """The link is the invitation: the service's real access log must not hold it."""

@@ -303,6 +303,7 @@ def test_an_instructor_registers_a_platform_on_the_page(client, database_url):
     assert "https://canvas.example.edu" in listed and "1:abc" in listed and "2:def" in listed
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 @SQLITE_ONLY
 def test_the_command_line_registers_and_lists_platforms(database_url, monkeypatch):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)

@@ -285,6 +285,7 @@ def test_the_configuration_document_asks_for_the_roster_scope(client):
     assert "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly" in document["scopes"]
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 @SQLITE_ONLY
 def test_the_command_line_syncs_a_courses_roster(lms, service):
     course_id = _lms_course(lms, service)

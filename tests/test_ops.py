@@ -186,6 +186,7 @@ def test_with_a_token_set_only_a_scraper_that_sends_it_reads_the_metrics(client,
     assert client.get("/metrics").status_code == 403  # from loopback too: the token is the rule now
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_without_a_token_only_the_allowed_networks_read_the_metrics(client, monkeypatch):
     def status(address: str, **headers) -> int:
@@ -322,6 +323,7 @@ def referenced(expressions: list[str]) -> set[str]:
     return {name for expr in expressions for name in re.findall(r"\bgrader_[a-z0-9_]+", expr)}
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_the_alert_rules_and_the_dashboard_name_only_metrics_the_service_exports(service, client):
     rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())

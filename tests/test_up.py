@@ -210,6 +210,7 @@ def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp
         again.kill_everything()
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_grader_up_says_which_package_to_install_without_redis_server(tmp_path):
     (tmp_path / "bin").mkdir()
     _, redis_port = free_ports(2)
@@ -220,6 +221,7 @@ def test_grader_up_says_which_package_to_install_without_redis_server(tmp_path):
     assert "redis-server is not installed" in result.stderr and "apt-get install redis-server" in result.stderr
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_grader_up_refuses_a_port_that_is_taken(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -232,6 +234,7 @@ def test_grader_up_refuses_a_port_that_is_taken(tmp_path):
     assert not (tmp_path / "instance" / "logs").exists() or not any((tmp_path / "instance" / "logs").iterdir())
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_a_second_grader_up_on_the_same_folder_refuses_to_start(tmp_path):
     import fcntl
 

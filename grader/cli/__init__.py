@@ -13,7 +13,6 @@ commands so too.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Iterator, MutableMapping
 from gettext import gettext
 from pathlib import Path
@@ -165,8 +164,9 @@ def which_database() -> None:
     """Say which database the command works on, and refuse to make a new, empty one: with
     no GRADER_DATABASE_URL it is ./instance/grader.db of the folder it is run from, which
     outside the service's folder is not the service's."""
-    url = settings().database_url
-    if "GRADER_DATABASE_URL" not in os.environ:
+    config = settings()
+    url = config.database_url
+    if not config.database_url_given:
         path = Path(url.removeprefix("sqlite:///"))
         if not path.exists():
             raise click.ClickException(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import click
 from grader.authoring import push
 from grader.authoring.check_table import format_check
 from grader.catalog import uploads
+from grader.settings import settings
 
 
 @click.command("push")
@@ -31,7 +31,7 @@ def exercise_push_command(path: Path, url: str, timeout: int) -> None:
     """
     try:
         archive = uploads.pack(path) if path.is_dir() else path.read_bytes()
-        key = os.environ.get("GRADER_API_KEY", "")
+        key = settings().api_key
         sent = push.send(url, key, archive)
         click.echo(f"sent {sent.slug} v{sent.version}; check {sent.id} is running", err=True)
         done = push.follow(url, key, sent, timeout=timeout)

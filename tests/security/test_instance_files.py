@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,6 +33,7 @@ def mode(path: Path) -> int:
 START_WEB = "from grader.app import create_app; create_app()"
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_a_new_instance_folder_is_private(tmp_path):
     run_in(tmp_path, "-m", "grader.cli", "db", "upgrade")
     run_in(tmp_path, "-c", START_WEB)

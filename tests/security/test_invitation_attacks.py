@@ -377,6 +377,7 @@ def test_a_link_revoked_between_the_check_and_the_count_makes_nothing(prof, site
     assert accounts(database_url) == before and invitation(database_url, link).uses == 0
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_racing_sign_ups_never_make_more_accounts_than_the_link_allows(prof, site, database_url, monkeypatch):
     """Eight newcomers send the sign-up form of a two-use link at once, every one of them
     past the link's check before any place is counted: two join, six are refused (410),

@@ -142,6 +142,7 @@ def test_a_personal_token_row_can_never_hold_more_scopes(database_url, site):
                     keys.create(session, ["submissions:read", scope], user_id=uid)
 
 
+@pytest.mark.slow  # takes seconds: left out of the fast loop
 def test_the_limit_holds_against_racing_requests(site, database_url, monkeypatch):
     """Two tabs post the form at the same moment with nine tokens live: one more, not two."""
     first, second = signed_in(site, "ada@example.org"), signed_in(site, "ada@example.org")
