@@ -320,6 +320,15 @@ def test_a_forged_gradcheck_does_not_pass_the_gradcheck_test():
     assert g.stray == []
 
 
+def test_a_forward_that_answers_inf_to_the_gradchecks_steps_does_not_pass_it():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("custom-function"), "inf_forward")
+    results = {t.id.rsplit("::", 1)[-1]: t.passed for t in g.report.tests}
+    assert results["test_gradcheck_float64"] is False, g.report.render()
+    assert g.stray == []
+
+
 def test_a_forged_device_and_autocast_flags_earn_nothing():
     from grader import catalog
 

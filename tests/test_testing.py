@@ -127,6 +127,28 @@ def test_gradcheck_from_values_accepts_a_right_backward_and_names_a_wrong_one():
     assert gradcheck_from_values(plus, minus, wrong, eps=1e-6).startswith("Jacobian mismatch for output 0")
 
 
+@pytest.mark.parametrize("forged", [float("inf"), float("-inf"), float("nan")])
+def test_gradcheck_from_values_takes_no_non_finite_output_as_a_match(forged):
+    # A forward that answers inf (or nan) only at the perturbed inputs makes the difference
+    # quotient infinite, and |a - n| <= atol + rtol * |n| then holds for any backward at all.
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+    plus, minus, rows = jacobian_data(torch.nn.functional.softplus, x)
+    plus = [p.clone().fill_(forged) for p in plus]
+    wrong = [row * 1.5 for row in rows]
+    assert gradcheck_from_values(plus, minus, wrong, eps=1e-6).startswith("Jacobian mismatch")
+    assert gradcheck_from_values(plus, minus, rows, eps=1e-6).startswith("Jacobian mismatch")
+
+
+def test_expect_close_holds_infinities_and_nan_to_torch_testings_rules():
+    inf, nan = float("inf"), float("nan")
+    expect_close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), what="y")  # the same infinity
+    for actual, expected in (([1.0, inf], [1.0, 5.0]), ([1.0, 5.0], [1.0, inf]), ([1.0, -inf], [1.0, inf]),
+                             ([1.0, nan], [1.0, 5.0]), ([1.0, nan], [1.0, nan])):
+        with pytest.raises(Feedback):
+            expect_close(torch.tensor(actual), torch.tensor(expected), what="y")
+    expect_close(torch.tensor([1.0, nan]), torch.tensor([1.0, nan]), what="y", equal_nan=True)  # asked for
+
+
 def test_gradcheck_from_values_refuses_data_that_is_not_a_jacobian():
     x = torch.tensor([0.3, -1.2], dtype=torch.float64)
     plus, minus, rows = jacobian_data(torch.nn.functional.softplus, x)

@@ -150,10 +150,14 @@ def describe(value: Any, limit: int = 6) -> str:
 
 
 def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, atol: float = 1e-6,
-                 mistakes: Iterable[Mistake] = (), hint: Text | None = None, check_dtype: bool = False) -> None:
+                 mistakes: Iterable[Mistake] = (), hint: Text | None = None, check_dtype: bool = False,
+                 equal_nan: bool = False) -> None:
     """Fail with a self-explaining message unless ``actual`` is a tensor close to ``expected``.
 
-    When ``actual`` matches one of ``mistakes``, that mistake's hint names the misconception.
+    torch.testing's semantics: the tolerance scales with the expected value only, an
+    infinity equals only the same infinity, and NaN equals NaN only where ``equal_nan``
+    asks for it. When ``actual`` matches one of ``mistakes``, that mistake's hint names the
+    misconception.
     """
     exp = _as_tensor(expected)
     if exp is None:
@@ -174,7 +178,7 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
             torch.complex128 if act.is_complex() else torch.float64)
     else:
         a, e = act.double(), exp.double()
-    if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+    if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan):
         return
     diff = (a - e).abs()
     finite = diff[torch.isfinite(diff)]
@@ -218,7 +222,9 @@ def gradcheck_from_values(plus: Iterable, minus: Iterable, rows: Iterable, *, ep
         return "the outputs and gradients do not have the shapes of a Jacobian"
     numerical = torch.stack([(p - m) / (2 * eps) for p, m in zip(plus, minus)], dim=1)  # outputs x inputs
     analytical = torch.stack(rows)
-    close = (analytical - numerical).abs() <= atol + rtol * numerical.abs()
+    # isclose, as gradcheck itself: an infinite or NaN difference quotient (the function's own
+    # outputs, so the student's data) matches nothing finite, whatever the tolerance.
+    close = torch.isclose(analytical, numerical, rtol=rtol, atol=atol)
     if bool(close.all()):
         return None
     i, j = (int(k) for k in (~close).nonzero()[0])

@@ -340,8 +340,9 @@ def check_steps(student, spec, initial_too: bool = False):
     for i, (record, current) in enumerate(zip(records, own)):
         scaled = tensor_of(record["scaled_loss"], "scale(loss)", SCALE_LOSS)
         loss = record["loss"].data
+        # equal_nan: a step whose loss was made nan on purpose must scale to nan.
         expect_close(scaled.double().reshape(-1), (loss * current).double().reshape(-1),
-                     what=f"scale(loss) at step {i + 1}", rtol=1e-6, atol=0, hint=SCALE_LOSS,
+                     what=f"scale(loss) at step {i + 1}", rtol=1e-6, atol=0, hint=SCALE_LOSS, equal_nan=True,
                      mistakes=[Mistake(loss, SCALE_LOSS.en, SCALE_LOSS.ko)])
 
     scales = torch.tensor([number(r["scale"], "get_scale()") for r in records], dtype=torch.float64)
