@@ -329,6 +329,25 @@ def test_a_forward_that_answers_inf_to_the_gradchecks_steps_does_not_pass_it():
     assert g.stray == []
 
 
+def test_a_gradient_written_in_place_into_an_emptied_grad_is_found_made_by_hand():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("autograd-basics"), "grad_written_in_place")
+    assert g.report.score < g.report.max_score, g.report.render()
+    assert any("assigned by hand" in (t.hint or "") for t in g.report.tests), g.report.render()
+    assert g.stray == []
+
+
+def test_a_probe_result_cut_short_by_the_submission_is_the_students_failure_not_the_exercises():
+    from grader import catalog
+
+    g = grade_attack(catalog.find("custom-function"), "probe_result_cut")
+    [gradcheck] = [t for t in g.report.tests if t.id.endswith("test_gradcheck_float64")]
+    assert not gradcheck.passed, g.report.render()  # a hidden test: its message stays hidden, as any
+    assert "not your mistake" not in g.report.render()
+    assert g.stray == []
+
+
 def test_a_forged_device_and_autocast_flags_earn_nothing():
     from grader import catalog
 

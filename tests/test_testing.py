@@ -149,6 +149,22 @@ def test_expect_close_holds_infinities_and_nan_to_torch_testings_rules():
     expect_close(torch.tensor([1.0, nan]), torch.tensor([1.0, nan]), what="y", equal_nan=True)  # asked for
 
 
+def test_a_part_missing_from_what_the_student_returned_is_the_students_mistake():
+    from grader.testing.api import returned
+
+    result = returned({"y": torch.ones(2), "pairs": [(1, 2)]}, "jacobian_data")
+    assert isinstance(result, dict) and isinstance(result["pairs"][0], tuple)
+    assert describe(result).startswith("a dict (")
+    for read in (lambda r: r["plus"], lambda r: r["pairs"][3], lambda r: r["pairs"][0][5], lambda r: r["pairs"]["x"]):
+        with pytest.raises(Feedback) as failed:
+            read(result)
+        assert not revealed(failed.value, visible=False)[2]  # never "the exercise's own error"
+        message, _hint, exercise_bug = revealed(failed.value, visible=True)
+        assert not exercise_bug and message.en.startswith("jacobian_data() returned a ")
+        assert "which has no" in message.en and message.ko  # said in Korean too
+    assert result.get("plus") is None and list(result) == ["y", "pairs"]  # reading as a dict reads
+
+
 def test_gradcheck_from_values_refuses_data_that_is_not_a_jacobian():
     x = torch.tensor([0.3, -1.2], dtype=torch.float64)
     plus, minus, rows = jacobian_data(torch.nn.functional.softplus, x)
@@ -210,6 +226,24 @@ def test_the_derivative_libraries_are_recognised_by_name_in_the_source(source, u
     ("    setattr(x, 'grad', 4 * x.detach())\n", True),
     ("    x.grad = None\n", False),
     ("    setattr(x, 'requires_grad', True)\n", False),
+    # written in place into a .grad made empty first
+    ("    x.grad = torch.zeros_like(x)\n    x.grad.add_(4 * x.detach())\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    x.grad.copy_(4 * x.detach())\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    x.grad += 4 * x.detach()\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    x.grad[:] = 4 * x.detach()\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    g = x.grad\n    g.mul_(0).add_(4 * x.detach())\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    g = x.grad\n    g += 4 * x.detach()\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    g = x.grad\n    g[0] = 4.0\n", True),
+    ("    (g,) = torch.autograd.grad((2 * x * x).sum(), x)\n    x.grad = torch.zeros_like(x)\n"
+     "    x.grad.copy_(g)\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    x.grad.data.add_(4 * x.detach())\n", True),
+    ("    x.grad = torch.zeros_like(x)\n    x.grad.data = 4 * x.detach()\n", True),
+    # a name once bound to the gradient, then to a copy of it: the copy is the student's own
+    ("    (2 * x * x).sum().backward()\n    g = x.grad\n    g = g.clone()\n    g.mul_(1.0)\n    return g\n", False),
+    # clearing is not a gradient
+    ("    y = (2 * x * x).sum()\n    if x.grad is not None:\n        x.grad.mul_(0)\n    y.backward()\n", False),
+    ("    y = (2 * x * x).sum()\n    if x.grad is not None:\n        x.grad.zero_()\n    y.backward()\n", False),
+    ("    y = (2 * x * x).sum()\n    if x.grad is not None:\n        x.grad.fill_(0)\n    y.backward()\n", False),
 ])
 def test_a_gradient_made_by_hand_is_found_in_the_source(body, assigns):
     from grader.testing.evidence import assigns_grad

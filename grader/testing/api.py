@@ -125,7 +125,68 @@ class Student:
         outcome = self._channel.call(module, function, list(args), dict(kwargs))
         if outcome.kind != "ok":
             raise StudentError(outcome.kind, shown_as or function, outcome.detail, outcome.error)
-        return Call(outcome.value, outcome.args, outcome.kwargs, outcome.output)
+        return Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)
+
+
+# ------------------------------------------------------------------ what the student's code returned
+
+def returned(value: Any, function: str) -> Any:
+    """A value the student's code returned (a probe's result included: the submission runs
+    beside it and may change it), in containers that blame a part missing on that code: a
+    hidden test reading ``result["plus"]`` or ``result[2]`` of a result without it fails as
+    the student's mistake, with a plain message, not as the exercise's own error."""
+    if isinstance(value, dict):
+        return _ReturnedDict({k: returned(v, function) for k, v in value.items()}, function)
+    if isinstance(value, list):
+        return _ReturnedList([returned(v, function) for v in value], function)
+    if isinstance(value, tuple):
+        return _ReturnedTuple((returned(v, function) for v in value), function)
+    return value
+
+
+def _missing(function: str, whole: Any, part: Any) -> Feedback:
+    return Feedback(_("{function}() returned {got}, which has no {part}").format(
+        function=function, got=describe(whole), part=repr(part)[:60]))
+
+
+class _ReturnedDict(dict):
+    def __init__(self, items: dict = (), function: str = "your function"):
+        super().__init__(items)
+        self._function = function
+
+    def __missing__(self, key):
+        raise _missing(self._function, self, key)
+
+
+class _ReturnedList(list):
+    def __init__(self, items: list = (), function: str = "your function"):
+        super().__init__(items)
+        self._function = function
+
+    def __getitem__(self, index):
+        try:
+            return super().__getitem__(index)
+        except (IndexError, TypeError):
+            raise _missing(self._function, self, index) from None
+
+
+class _ReturnedTuple(tuple):
+    def __new__(cls, items=(), function: str = "your function"):
+        made = super().__new__(cls, items)
+        made._function = function
+        return made
+
+    def __getitem__(self, index):
+        try:
+            return super().__getitem__(index)
+        except (IndexError, TypeError):
+            raise _missing(self._function, self, index) from None
+
+
+# A hidden test that names a value's type (type(value).__name__) tells the student "list",
+# as it would have without these containers.
+for _container, _name in ((_ReturnedDict, "dict"), (_ReturnedList, "list"), (_ReturnedTuple, "tuple")):
+    _container.__name__ = _container.__qualname__ = _name
 
 
 # ------------------------------------------------------------------ checks
@@ -142,7 +203,8 @@ def describe(value: Any, limit: int = 6) -> str:
     """A compact description: shape, dtype and a few elements."""
     t = _as_tensor(value)
     if t is None:
-        return "None" if value is None else f"a {type(value).__name__} ({str(value)[:60]})"
+        kind = next(t.__name__ for t in type(value).__mro__ if t.__module__ == "builtins")  # dict, not ours
+        return "None" if value is None else f"a {kind} ({str(value)[:60]})"
     flat = t.flatten()
     shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat[:limit].tolist())
     more = ", ..." if flat.numel() > limit else ""
@@ -274,10 +336,11 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
 def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:
     """Fail when ``function`` stores a gradient of its own making into a ``.grad``."""
     if assigns_grad(student.source, function):
-        raise Feedback(_("{function}() assigns a value to a .grad itself; the gradient must be left there by "
+        raise Feedback(_("{function}() writes a value into a .grad itself; the gradient must be left there by "
                          "backward()").format(function=function),
-                       _("{name}.grad was assigned by hand ({name}.grad = ...), not left there by backward(). "
-                         "Let backward() fill {name}.grad.").format(name=name))
+                       _("{name}.grad was assigned by hand ({name}.grad = ..., or written in place with add_, "
+                         "copy_ and the like), not left there by backward(). Let backward() fill {name}.grad."
+                         ).format(name=name))
 
 
 def expect_leaf(state: TensorState, name: str = "x", *, hint: Text | None = None) -> None:

@@ -143,23 +143,56 @@ def _dotted(node: ast.AST) -> str:
 
 
 def assigns_grad(source: str, function: str) -> bool:
-    """Whether ``function`` stores a value of its own into some ``.grad`` (``x.grad = 6 * x ** 2``).
+    """Whether ``function`` stores a value of its own into some ``.grad``: by assignment
+    (``x.grad = 6 * x ** 2``, ``setattr(x, "grad", ...)``, ``x.grad += ...``, ``x.grad[0] = ...``)
+    or in place (``x.grad.add_(...)``, ``.copy_``, ``.mul_`` and every other method whose
+    name ends in ``_``), directly or through a name bound to it (``g = x.grad; g.copy_(...)``).
 
-    Clearing (``= None``) and resetting to zeros (``torch.zeros_like``, ``.zero_()``) are
-    not gradients made by hand, so they do not count.
+    Clearing (``= None``) and resetting to zeros (``torch.zeros_like``, ``.zero_()``,
+    ``.fill_(0)``) are not gradients made by hand, so they do not count.
     """
     fn = _function(source, function)
     if fn is None:
         return False
+    # Names bound to a .grad and to nothing else (g = x.grad): what is written through them
+    # is written into it. A name bound to something else too may no longer be the gradient.
+    bound: dict[str, bool] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)) or isinstance(
+                node, (ast.comprehension,)):
+            targets = node.targets if isinstance(node, ast.Assign) else [
+                getattr(node, "target", None)] if not isinstance(node, ast.With) else [
+                item.optional_vars for item in node.items]
+            from_grad = isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is_grad(node.value)
+            for target in targets:
+                for name, whole in _bound_names(target):
+                    bound[name] = bound.get(name, True) and from_grad and whole
+    aliases = {name for name, only_grad in bound.items() if only_grad}
+
+    def grad_like(node) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "data":
+            node = node.value  # x.grad.data is the same storage
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_"):
+            return grad_like(node.func.value)  # x.grad.mul_(0).add_(...): an in-place method returns its tensor
+        return _is_grad(node) or isinstance(node, ast.Name) and node.id in aliases
+
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _called_name(node) == "setattr" and len(node.args) == 3 \
                 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "grad":
             return True  # setattr(x, "grad", ...): the same assignment, spelled out
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and grad_like(node.func.value) \
+                and node.func.attr.endswith("_") and not _resets(node):
+            return True  # x.grad.add_(...): written in place
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         value = getattr(node, "value", None)
         for target in targets:
-            if not (isinstance(target, ast.Attribute) and target.attr == "grad"):
+            if isinstance(target, ast.Subscript) and grad_like(target.value):
+                return True  # x.grad[0] = ...
+            if isinstance(node, ast.AugAssign) and isinstance(target, ast.Name) and target.id in aliases:
+                return True  # g += ...: in place, into the gradient
+            if not (isinstance(target, ast.Attribute) and (target.attr == "grad" or target.attr == "data"
+                                                            and _is_grad(target.value))):
                 continue
             if isinstance(value, ast.Constant) and value.value is None:
                 continue
@@ -167,6 +200,30 @@ def assigns_grad(source: str, function: str) -> bool:
                 continue
             return True
     return False
+
+
+def _bound_names(target, whole: bool = True):
+    """The names an assignment target binds, each with whether it takes the whole value
+    (``g = ...``) or a part of it (``g, h = ...``). ``g[0] = ...`` binds nothing."""
+    if isinstance(target, ast.Name):
+        yield target.id, whole
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _bound_names(element, False)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value, False)
+
+
+def _is_grad(node) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _resets(call: ast.Call) -> bool:
+    """x.grad.zero_(), x.grad.fill_(0) or x.grad.mul_(0): clearing, not a gradient."""
+    if call.func.attr == "zero_":
+        return True
+    return call.func.attr in ("fill_", "mul_") and len(call.args) == 1 and not call.keywords \
+        and isinstance(call.args[0], ast.Constant) and call.args[0].value == 0
 
 
 def _called_name(call: ast.Call) -> str:
