@@ -7,6 +7,7 @@ sign in through their platform, never with the form.
 from __future__ import annotations
 
 import re
+import unicodedata
 import secrets
 
 from sqlalchemy import func, select, update
@@ -59,12 +60,23 @@ def create_user(session: Session, *, email: str, password: str, role: str = Role
     return user
 
 
+# Letters that draw nothing: the Hangul fillers, the blank Braille pattern, the Mongolian
+# vowel separator. With format characters (U+200B, U+202E...) and spaces, a name made only
+# of these would stand on a member list as nobody.
+_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e")
+
+
+def _visible(text: str) -> bool:
+    """Whether ``text`` shows at least one character."""
+    return any(c not in _BLANK_LOOKING and unicodedata.category(c)[0] not in "CZ" for c in text)
+
+
 def register(session: Session, *, email: str, name: str, password: str) -> User:
     """A student's account made by its owner (through a course's invitation link). Its
     e-mail address is whatever they typed, never confirmed: ``self_registered`` keeps a
     roster line naming that address from finding it."""
     name = " ".join((name or "").split())
-    if not name or len(name) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if not _visible(name) or len(name) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise AccountError("give your name, at most 200 printable characters", "invalid_name")
     if len(password) > 1000:
         raise AccountError("the password is at most 1000 characters", "long_password")
