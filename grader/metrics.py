@@ -26,8 +26,8 @@ from grader.settings import settings
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 disable_created_metrics()  # no *_created series: a scrape shows what the dashboards use
-if settings().prometheus_multiproc_dir:  # each process writes its values there from its first count
-    os.makedirs(settings().prometheus_multiproc_dir, exist_ok=True)
+if multiproc := settings().prometheus_multiproc_dir:  # each process writes its values there from its first count
+    os.makedirs(multiproc, exist_ok=True)
 
 # Seconds: a grade takes a few hundred milliseconds warm and at most GRADER_GRADE_LIMIT_S.
 GRADE_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)

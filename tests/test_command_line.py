@@ -40,3 +40,17 @@ def test_a_forgotten_password_is_reset_to_one_shown_once(site, database_url, mon
     assert sign_in(site.test_client(), "ada@example.org", password).status_code == 302
     unknown = CliRunner().invoke(main, ["reset-password", "--email", "nobody@example.org"])
     assert unknown.exit_code == 1
+
+
+def test_the_listings_help_lines_are_the_commands_own():
+    # `grader --help` lists the commands from tables, so as to import none of them: each
+    # line there must be what the command's own docstring says.
+    import importlib
+
+    from grader.cli import COMMANDS, COURSE_COMMANDS, EXERCISE_COMMANDS
+
+    for table in (COMMANDS, COURSE_COMMANDS, EXERCISE_COMMANDS):
+        for name, (where, line) in table.items():
+            module, _, attribute = where.partition(":")
+            command = getattr(importlib.import_module(f"grader.cli.{module}"), attribute)
+            assert command.name == name and command.get_short_help_str(10_000) == line, name

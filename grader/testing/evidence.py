@@ -158,15 +158,9 @@ def assigns_grad(source: str, function: str) -> bool:
     # is written into it. A name bound to something else too may no longer be the gradient.
     bound: dict[str, bool] = {}
     for node in ast.walk(fn):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)) or isinstance(
-                node, (ast.comprehension,)):
-            targets = node.targets if isinstance(node, ast.Assign) else [
-                getattr(node, "target", None)] if not isinstance(node, ast.With) else [
-                item.optional_vars for item in node.items]
-            from_grad = isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _is_grad(node.value)
-            for target in targets:
-                for name, whole in _bound_names(target):
-                    bound[name] = bound.get(name, True) and from_grad and whole
+        for target, value in _bindings(node):
+            for name, whole in _bound_names(target):
+                bound[name] = bound.get(name, True) and whole and _is_grad(value)
     aliases = {name for name, only_grad in bound.items() if only_grad}
 
     def grad_like(node) -> bool:
@@ -200,6 +194,20 @@ def assigns_grad(source: str, function: str) -> bool:
                 continue
             return True
     return False
+
+
+def _bindings(node) -> list[tuple[ast.expr, ast.expr | None]]:
+    """(target, value) for each name-binding a node makes; the value None where the target
+    takes something other than one expression's value (a loop's items, a with's resource)."""
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+        return [(node.target, node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return [(node.target, None)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [(item.optional_vars, None) for item in node.items if item.optional_vars is not None]
+    return []
 
 
 def _bound_names(target, whole: bool = True):
