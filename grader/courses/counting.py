@@ -105,6 +105,14 @@ def standing(session: Session, assignment: Assignment, user: User) -> Standing:
     return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal)
 
 
+def release_of(session: Session, assignment: Assignment, user_id: int) -> datetime | None:
+    """When the hidden tests' results of the student's work on ``assignment`` are released
+    to them (their own due date, an extension's included), while that is still ahead; None
+    once released or never held. Every surface asks this: pages, API, LMS passback, notes."""
+    rules = rules_of(assignment, extension_of(session, assignment, user_id))
+    return None if course_rules.feedback_released(rules, now()) else rules.due_at
+
+
 def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> datetime | None:
     """When the hidden tests' results of ``row`` are shown to its student, if they are held
     from ``viewer_id`` now (an assignment that releases them after its due date); else None.
@@ -112,10 +120,10 @@ def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> da
     if row.assignment_id is None or row.user_id != viewer_id:
         return None
     assignment = session.get(Assignment, row.assignment_id)
-    rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
-    if course_rules.feedback_released(rules, now()):
+    until = release_of(session, assignment, row.user_id)
+    if until is None:
         return None
     staff = session.scalar(select(CourseMember.id).where(
         CourseMember.course_id == assignment.course_id, CourseMember.user_id == viewer_id,
         CourseMember.role.in_(STAFF_ROLES)))
-    return None if staff is not None else rules.due_at
+    return None if staff is not None else until
