@@ -37,6 +37,7 @@ def _attempts(session: Session, assignment: Assignment, user_id: int) -> list[Su
 def submit(session: Session, *, user: User, assignment: Assignment, source) -> Submission:
     """A submission to the assignment, if its rules accept one from ``user`` now;
     SubmissionError with the refusal's code (and ``reopens_at``) where they do not."""
+    submissions.check_source(source)  # first: a source that does not parse spends no attempt
     try:
         require_member(session, assignment, user)
     except CourseError as exc:
@@ -56,6 +57,7 @@ def submit(session: Session, *, user: User, assignment: Assignment, source) -> S
 def practice(session: Session, *, user: User, assignment: Assignment, source) -> PracticeRun:
     """A practice run for the assignment, by one of its course's members: the visible
     tests of the version it pinned, at any time, counted for nothing (no attempt used)."""
+    submissions.check_source(source)  # first, as submit()
     try:
         require_member(session, assignment, user)
     except CourseError as exc:

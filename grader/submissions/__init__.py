@@ -39,14 +39,19 @@ class SubmissionError(ValueError):
 
 
 def check_source(source: str | bytes | Notebook) -> str:
-    """The source as text (a notebook's: its code cells as plain Python, see
-    grader.submissions.notebooks), or SubmissionError saying what is wrong with it."""
+    """The source as text with LF line endings (a notebook's: its code cells as plain
+    Python, see grader.submissions.notebooks), or SubmissionError saying what is wrong
+    with it. Every way in calls this before any rule is applied or anything stored, so a
+    source that does not parse (``syntax_error``) costs nothing: no row, no attempt. Such
+    an error carries ``where`` (line, column; a notebook's cell and cell_line) and ``reason``."""
     try:
         if isinstance(source, Notebook):
             return source.converted().source
         return source_rules.check(source)
     except source_rules.SourceError as exc:
-        raise SubmissionError(exc.code, exc.message) from None
+        error = SubmissionError(exc.code, exc.message)
+        error.where, error.reason = exc.where, exc.reason
+        raise error from None
 
 
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,

@@ -17,7 +17,8 @@ tells students:
   notebook from 1, markdown cells included.
 
 The graded source passes grader.source's rules like any other (``MAX_SOURCE_BYTES``).
-Refusals are SourceErrors with the codes ``notebook_invalid`` and ``notebook_too_large``.
+Refusals are SourceErrors with the codes ``notebook_invalid`` and ``notebook_too_large``,
+and ``syntax_error`` naming the cell and the line within it (with ``cell``/``cell_line``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ LOCATION = {"en": "cell {cell}, line {line}", "ko": "셀 {cell}, {line}행"}
 _ASSIGNED_MAGIC = re.compile(r"(?:[A-Za-z_][\w.]*\s*,\s*)*[A-Za-z_][\w.]*\s*=\s*[%!]")
 # A line number of the graded source, as tracebacks, syntax errors and blocked APIs name it.
 _LINE_OF_SOURCE = re.compile(r'submission\.py"?, line (\d+)|line (\d+) of submission\.py')
+# A line number in the parser's words: "expected an indented block after 'if' statement on line 4".
+_LINE_IN_REASON = re.compile(r"\bline (\d{1,9})\b")
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,36 @@ def convert(raw: bytes | str | dict) -> Converted:
     if not cells:
         raise _invalid("the notebook has no code to grade: no code cell, or every code cell is empty "
                        f"or tagged {SKIP_TAG}")
-    source = source_rules.check("\n".join(parts))
+    try:
+        source = source_rules.check("\n".join(parts))
+    except SourceError as exc:
+        raise in_cells(exc, cells) from None
     return Converted(source=source, cells=tuple(cells))
+
+
+def in_cells(error: SourceError, cells: list[tuple[int, int, int]]) -> SourceError:
+    """A syntax error of the converted source told in the notebook's terms: the cell, the
+    line within it, and any line number the parser's words name. A line between cells or
+    past the last (a block left open at a cell's end) is the cell above's last line."""
+    if error.code != "syntax_error" or error.line is None:
+        return error
+    def in_words(match: re.Match) -> str:
+        number, line = _cell_of(cells, int(match.group(1)))
+        return f"line {line} of cell {number}"
+
+    cell, cell_line = _cell_of(cells, error.line)
+    reason = _LINE_IN_REASON.sub(in_words, error.reason or "")
+    place = f"cell {cell}, line {cell_line}" + (f", column {error.column}" if error.column else "")
+    located = SourceError("syntax_error", f"syntax error in {place}: {reason}", line=error.line,
+                          column=error.column, reason=reason)
+    located.cell, located.cell_line = cell, cell_line
+    return located
+
+
+def _cell_of(cells: list[tuple[int, int, int]], line: int) -> tuple[int, int]:
+    """(cell, line within it) of a line of the converted source, clamped to the cell above."""
+    number, first, count = max((c for c in cells if c[1] <= line), key=lambda c: c[1], default=cells[0])
+    return number, max(1, min(line - first + 1, count))
 
 
 def plain_python(lines: list[str]) -> list[str]:
