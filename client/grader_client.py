@@ -35,7 +35,9 @@ _TEXTS = {  # what the web page says, in the languages it speaks
            "syntax_error": "Your code has a syntax error, so no test could run.",
            "time_limit": "Your code ran out of time.", "memory_limit": "Your code used more memory than allowed.",
            "submission_error": "Your code failed before the tests could call it.",
-           "queued": "Waiting for a grader…", "running": "Running the tests…", "see": "On the site: {url}"},
+           "queued": "Waiting for a grader…", "running": "Running the tests…", "see": "On the site: {url}",
+           "late": "LATE: this submission loses {p}% of its score ({s} / {m} after the penalty).",
+           "counts": "Score that counts now on the assignment: {s} / {m}"},
     "ko": {"score": "점수", "visible": "공개 테스트", "practice": "연습 실행: 점수에 반영되지 않습니다",
            "version": "버전 {v} 기준 채점", "passed": "테스트 {t}개 중 {p}개 통과", "first": "실패한 테스트 먼저",
            "hidden": "비공개", "hint": "힌트", "again": "위의 힌트가 이 테스트도 설명합니다.",
@@ -44,7 +46,9 @@ _TEXTS = {  # what the web page says, in the languages it speaks
            "syntax_error": "코드에 문법 오류가 있어 어떤 테스트도 실행할 수 없었습니다.",
            "time_limit": "코드가 시간 제한을 넘었습니다.", "memory_limit": "코드가 허용된 메모리보다 많이 사용했습니다.",
            "submission_error": "테스트가 호출하기 전에 코드가 실패했습니다.",
-           "queued": "채점기를 기다리는 중…", "running": "테스트 실행 중…", "see": "사이트에서 보기: {url}"},
+           "queued": "채점기를 기다리는 중…", "running": "테스트 실행 중…", "see": "사이트에서 보기: {url}",
+           "late": "지각 제출: 이 제출물은 점수의 {p}%를 잃습니다 (감점 후 {s} / {m}).",
+           "counts": "과제에 반영되는 현재 점수: {s} / {m}"},
 }
 
 
@@ -222,6 +226,10 @@ def _request(method: str, path_or_url: str, body: dict | None = None) -> dict:
         raise GraderError(f"cannot reach the grader at {_connection.url}: {exc.reason}") from None
 
 
+# Refusals that waiting does not change: no "try again in" for them, whatever a header says.
+_FINAL = ("no_attempts_left", "closed", "not_a_member", "assignment_not_found", "syntax_error")
+
+
 def _refusal(exc: urllib.error.HTTPError) -> GraderError:
     try:
         error = json.loads(exc.read().decode("utf-8"))["error"]
@@ -232,7 +240,7 @@ def _refusal(exc: urllib.error.HTTPError) -> GraderError:
     retry_after = int(retry) if retry.isdigit() else None
     if code in ("missing_api_key", "invalid_api_key", "api_key_revoked"):
         message += ": make a new token on the grader's Tokens page and connect() with it"
-    if retry_after:
+    if retry_after and code not in _FINAL:
         message += f" (try again in {retry_after} s)"
     return GraderError(message, code=code, status=exc.code, retry_after=retry_after)
 
@@ -246,6 +254,19 @@ def _localized(test: dict, lang: str) -> dict:
 
 def _points(value) -> str:
     return "?" if value is None else f"{value:g}"
+
+
+def _counting_lines(data: dict, say: dict) -> list[str]:
+    """For an assignment's submission: its late penalty, and the score that counts now
+    (which a late or a weaker attempt's own score is not)."""
+    lines = []
+    if data.get("late") and data.get("score") is not None:
+        kept = data["score"] * (1 - (data.get("late_penalty_percent") or 0) / 100)
+        lines.append(say["late"].format(p=_points(data.get("late_penalty_percent") or 0), s=_points(round(kept, 6)),
+                                        m=_points(data.get("max_score"))))
+    if data.get("counted_score") is not None:
+        lines.append(say["counts"].format(s=_points(data["counted_score"]), m=_points(data.get("counted_max_score"))))
+    return lines
 
 
 def report_text(data: dict, *, practice: bool = False, lang: str = "en") -> str:
@@ -265,6 +286,7 @@ def report_text(data: dict, *, practice: bool = False, lang: str = "en") -> str:
         lines.append(say["held"].format(when=data["feedback_held_until"]))
     else:
         lines.append(f"{say['score']}: {_points(data.get('score'))} / {_points(data.get('max_score'))}")
+    lines += _counting_lines(data, say)
     if report.get("status") not in (None, "graded"):
         lines.append(say.get(report["status"], report["status"]))
         if report.get("message"):

@@ -13,8 +13,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from grader import clock, db
+from sqlalchemy import select
+
+from grader import clock, courses, db
 from grader.accounts import users
+from grader.accounts.models import User
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
 from tests.test_web import GOOD, TWICE, ada, rows, site, store_grade  # noqa: F401  (fixtures too)
@@ -149,3 +152,21 @@ def test_staff_start_a_regrade_and_follow_it_on_its_page(course, ada, database_u
     assert refused.status_code == 409  # not finished
     prof.post(f"{started.headers['Location']}/discard", data={"csrf_token": token(prof, assignment_url)})
     assert "Discarded" in prof.get(started.headers["Location"]).get_data(as_text=True)
+
+
+def test_signing_in_lands_a_course_member_on_their_course_and_anyone_else_on_the_catalogue(site, database_url):
+    with db.transaction(database_url) as s:
+        bob = s.scalar(select(User).where(User.email == "bob@example.org"))
+        course = courses.create_course(s, title="Deep learning", code="DL101")
+        courses.set_role(s, course.id, bob.id, "student")
+        courses.create_assignment(s, course, exercise="autograd-basics", title="First gradients",
+                                  due_at="2099-01-01T00:00+00:00")
+        course_id = course.id
+    member, outsider = site.test_client(), site.test_client()
+    landed = sign_in(member, "bob@example.org")
+    assert landed.location == "/"
+    home = member.get("/")
+    assert home.location == f"/courses/{course_id}"
+    assert "First gradients" in member.get(home.location).get_data(as_text=True)
+    sign_in(outsider, "ada@example.org")
+    assert outsider.get("/").location == "/exercises"

@@ -244,6 +244,21 @@ SCHEMAS = {
                                     "description": "Present only when read with the student's personal "
                                                    "token while the assignment holds the hidden tests' "
                                                    "results (and the score) until its due date."},
+            "late": {"type": "boolean",
+                     "description": "Present for a submission made for an assignment: whether it came after "
+                                    "the student's own due date (an extension's included)."},
+            "late_penalty_percent": {"type": "number",
+                                     "description": "Present with `late`: the percentage of its score this "
+                                                    "submission loses for lateness (0 when on time)."},
+            "counted_score": {"type": "number", "nullable": True,
+                              "description": "Present for a submission made for an assignment: the score "
+                                             "that counts for its author on that assignment now (best or "
+                                             "latest, late penalties and a score set by hand applied), "
+                                             "which may come from another of their submissions. Null while "
+                                             "the hidden results are held from the reader, or before any "
+                                             "grade."},
+            "counted_max_score": {"type": "number", "nullable": True,
+                                  "description": "Present with `counted_score`: its maximum."},
             "notebook": {"type": "object", "nullable": True, "required": ["cells"],
                          "description": "Null unless the submission was a notebook: then where each code "
                                         "cell graded is in the graded source.",

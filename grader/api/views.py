@@ -297,7 +297,7 @@ def _own_assignment(session, assignment_id: int) -> Assignment:
 @bp.get("/submissions/<submission_id>")
 @requires("submissions:read")
 def get_submission(submission_id: str):
-    row, held = None, None
+    row = None
     if _SUBMISSION_ID.fullmatch(submission_id):
         with get_db() as session:
             if g.caller.user_id is not None:
@@ -305,27 +305,31 @@ def get_submission(submission_id: str):
                 # what the site would show them: hidden tests held until the assignment says.
                 row = session.scalar(select(Submission).where(Submission.id == submission_id,
                                                               Submission.user_id == g.caller.user_id))
-                held = row and courses.feedback_held_until(session, row, g.caller.user_id)
+                viewer = row.user if row is not None else None
             else:
                 # Only the key that made a submission reads it; another's is "not found".
                 row = session.scalar(select(Submission).join(
                     webhooks.ApiSubmission, webhooks.ApiSubmission.submission_id == Submission.id).where(
                     Submission.id == submission_id, webhooks.ApiSubmission.api_key_id == g.caller.key_id))
-            user = submissions.shown_external_id(row.user) if row is not None else None
+                viewer = None  # the key that made it: the system the course gave the work to
+            if row is not None:
+                user = submissions.shown_external_id(row.user)
+                shown = courses.seen(session, row, viewer)
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
     # A notebook's report names the cell beside each line number of the graded source.
-    report = notebooks.located_report(row.report, row.notebook)
+    report = courses.held_report(notebooks.located_report(row.report, row.notebook), shown)
     body = dict(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version,
                 assignment=row.assignment_id, user=user,
                 status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
-                score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
+                score=shown.score, max_score=shown.max_score, failure_reason=row.failure_reason,
                 report=report, notebook=notebooks.described(row.notebook))
-    if held:
-        # Nothing of the hidden tests: their results, their points, nor the time they took.
-        body.update(score=None, max_score=None, feedback_held_until=held.isoformat(timespec="seconds"),
-                    report=report and {**report, "score": None, "max_score": None, "duration_ms": None,
-                                       "tests": [t for t in report.get("tests", []) if t.get("visible")]})
+    if shown.assignment is not None:
+        # Made for an assignment: whether it came late, what that costs, and what counts now.
+        body.update(late=shown.late, late_penalty_percent=shown.penalty, counted_score=shown.counted_score,
+                    counted_max_score=shown.counted_max)
+    if shown.held:
+        body.update(feedback_held_until=shown.held_until.isoformat(timespec="seconds"))
     return jsonify(body)
 
 

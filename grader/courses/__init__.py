@@ -8,8 +8,10 @@
     rules.py        the rules as pure functions of times and attempts
     times.py        a course's time zone, and times as it reads them
     fields.py       CourseError, and the checks of what forms and API bodies give
-    access.py       who sees what; gradebook.py, analytics.py, regrades.py, similarity.py,
-                    invitations.py, tasks.py: what staff run a course with
+    access.py       who may see a submission at all
+    visibility.py   how much of it they are shown now (held results, late, the score that counts)
+    gradebook.py, analytics.py, regrades.py, similarity.py, invitations.py, tasks.py:
+                    what staff run a course with
     models.py       the tables
 
 Surfaces ask this package (``from grader import courses``): its names below are the
@@ -24,11 +26,12 @@ from grader.courses.fields import CourseError
 from grader.courses.roster import (MAX_ROSTER_LINES, RosterResult, course_by_id, course_called, create_course,
                                    import_roster, members, place, role_in, roster_rows, set_role)
 from grader.courses.times import shown, zone
+from grader.courses.visibility import Seen, held_report, seen
 
 __all__ = [
     "STANDING_TASK", "announce_standing", "course_of", "create_assignment", "extension_of", "grant_extension",
     "override_of", "rules_of", "set_override", "COUNTED_STATUSES", "Standing", "counted", "feedback_held_until",
     "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES", "RosterResult", "course_by_id",
     "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",
-    "shown", "zone",
+    "shown", "zone", "Seen", "held_report", "seen",
 ]

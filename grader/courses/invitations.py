@@ -17,8 +17,7 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
 from grader.courses.fields import CourseError
-from grader.courses.roster import role_in
-from grader.courses.roster import set_role
+from grader.courses.roster import require_local, role_in, set_role
 from grader.courses.models import Course, Invitation, MemberRole
 from grader.clock import as_utc
 from grader.db import now
@@ -51,9 +50,7 @@ def _whole(value, what: str, low: int, high: int, *, optional: bool = False) -> 
 
 def create(session: Session, course: Course, *, role, days, max_uses=None, by: str = "") -> tuple[Invitation, str]:
     """A new link to the course: (its row, the token, which is not stored)."""
-    if course.platform_id is not None:
-        raise CourseError("lms_course", "an LMS course's members come from the LMS (their launches and its "
-                                        "roster), not from invitation links")
+    require_local(course)
     role = str(role or MemberRole.STUDENT).strip().lower()
     if role not in INVITED_ROLES:
         raise CourseError("invalid_invitation", f"an invitation makes a student or a ta, not {role[:20]!r}")

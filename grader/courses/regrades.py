@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
 from grader.courses.fields import CourseError
-from grader.courses.counting import counted
+from grader.courses.counting import counted, release_of
 from grader.courses.assignments import extension_of, override_of, rules_of
 from grader.courses.models import Assignment, Regrade, RegradeGrade, RegradeStatus
 from grader.courses.rules import Counted
@@ -249,11 +249,16 @@ def discard(session: Session, regrade: Regrade) -> None:
     metrics.REGRADES.labels("discarded").inc()
 
 
-def notes_for(session: Session, assignment: Assignment, user_id: int) -> list[tuple[Regrade, RegradeGrade]]:
-    """The published regrades that changed this student's grades on the assignment."""
+def notes_for(session: Session, assignment: Assignment, user_id: int) -> list[tuple[Regrade, RegradeGrade | None]]:
+    """The published regrades that changed this student's grades on the assignment, each
+    with what it changed; while the student's hidden results are held (courses.release_of),
+    only that a submission was regraded (None), since the scores would tell them."""
     rows = session.execute(select(Regrade, RegradeGrade).join(RegradeGrade, RegradeGrade.regrade_id == Regrade.id)
                            .join(Submission, Submission.id == RegradeGrade.submission_id)
                            .where(Regrade.assignment_id == assignment.id, Regrade.status == RegradeStatus.PUBLISHED,
                                   Submission.user_id == user_id, RegradeGrade.status == "graded")
                            .order_by(Regrade.decided_at)).all()
-    return [(r, g) for r, g in rows if (g.old_score, g.old_max_score) != (g.score, g.max_score)]
+    changed = [(r, g) for r, g in rows if (g.old_score, g.old_max_score) != (g.score, g.max_score)]
+    if release_of(session, assignment, user_id) is not None:
+        return [(r, None) for r, _g in changed]
+    return changed

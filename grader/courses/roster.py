@@ -104,12 +104,22 @@ def roster_rows(text: str) -> list[dict]:
         raise CourseError("invalid_roster", f"the roster is not CSV ({exc})") from None
 
 
+def require_local(course: Course) -> None:
+    """An LMS course's members come from its LMS alone (launches and the LMS's roster):
+    adding anyone else by hand would give its staff, whom any LMS registration makes,
+    a way to local accounts they have no course with."""
+    if course.platform_id is not None:
+        raise CourseError("lms_course", "an LMS course's members come from the LMS (their launches and its "
+                                        "roster), not from roster files or invitation links")
+
+
 def import_roster(session: Session, course: Course, rows: list[dict], *, find_user=None) -> RosterResult:
     """Members from roster lines with ``email``, ``name`` and ``role`` (student, ta or
     instructor; student where empty). Every line is checked before any is stored.
     ``find_user(identifier, name)`` names members another way (an API key's users, by a
     ``user`` column); by default a line's e-mail finds a local account, made without a
     password where there is none."""
+    require_local(course)
     if not rows:
         raise CourseError("invalid_roster", "the roster has no members: its first line names the columns "
                                             "email,name,role and each line after it is one member")

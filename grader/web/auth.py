@@ -126,7 +126,7 @@ def _safe_next(target: str | None) -> str:
         if not parts.scheme and not parts.netloc and target.startswith("/") and not target.startswith("//") \
                 and "\\" not in target:
             return target
-    return url_for("web.exercises")
+    return url_for("web.index")  # a course member's course, else the catalogue
 
 
 def _account_limit() -> str:

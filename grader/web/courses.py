@@ -177,7 +177,9 @@ def course_roster(course_id: int):
             course = instructor_course(s, course_id)
             result = courses.import_roster(s, course, courses.roster_rows(text))
     except courses.CourseError as exc:
-        return _course_page(course_id, error=exc.message, status=422)
+        message = _("An LMS course's members come from the LMS: its launches and its roster.") \
+            if exc.code == "lms_course" else exc.message
+        return _course_page(course_id, error=message, status=422)
     notice = _("%(added)d members added, %(changed)d roles changed.", added=len(result.added),
                changed=len(result.changed))
     if result.new_accounts:

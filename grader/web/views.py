@@ -18,7 +18,7 @@ from grader.catalog import is_slug, uploads
 from grader.catalog.models import Exercise, UploadStatus
 from grader import courses
 from grader.courses import access
-from grader.courses.models import Assignment, Course
+from grader.courses.models import Assignment, Course, CourseMember
 from grader.escapes import shown
 from grader.extensions import get_db, limiter, one_at_a_time
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
@@ -55,6 +55,16 @@ def published(session, slug: str) -> Exercise:
 
 @bp.get("/")
 def index():
+    """Where signing in lands: a member of one course on that course's page (its
+    assignments, what is due), of several on the list of their courses; anyone else on
+    the exercise catalogue, where work counts for no course."""
+    if g.user is not None:
+        with get_db() as s:
+            joined = s.scalars(select(CourseMember.course_id).where(CourseMember.user_id == g.user.id)).all()
+        if len(joined) == 1:
+            return redirect(url_for("web.course_page", course_id=joined[0]))
+        if joined:
+            return redirect(url_for("web.course_list"))
     return redirect(url_for("web.exercises"))
 
 
@@ -233,17 +243,8 @@ def _own_submission(s, submission_id: str) -> Submission:
 
 
 def held_ids(s, rows: list[Submission]) -> set[str]:
-    """Which of ``rows`` have their score held from the viewer (see held_until)."""
-    return {row.id for row in rows if row.assignment_id is not None and held_until(s, row)}
-
-
-def held_until(s, row: Submission) -> str | None:
-    """When the hidden tests' results of ``row`` are shown to the viewer, in its course's
-    time, if they are held from them now; else None (see courses.feedback_held_until)."""
-    until = courses.feedback_held_until(s, row, g.user.id)
-    if until is None:
-        return None
-    return courses.shown(until, s.get(Course, s.get(Assignment, row.assignment_id).course_id))
+    """Which of ``rows`` have their score held from the viewer (courses.seen)."""
+    return {row.id for row in rows if row.assignment_id is not None and courses.seen(s, row, g.user).held}
 
 
 @bp.get("/submissions/<submission_id>")
@@ -253,14 +254,12 @@ def submission(submission_id: str):
         row = _own_submission(s, submission_id)
         exercise_row = row.exercise
         owner = row.user
-        held = held_until(s, row)
-    tests = localized_tests(row.report, lang()) if row.report else []
-    hidden = [t for t in tests if not t.get("visible")] if held else []
-    if held:
-        tests = [t for t in tests if t.get("visible")]
-    return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner,
-                           tests=tests, pending=row.status in PENDING, held=held, held_count=len(hidden),
-                           visible_points=(sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)))
+        shown = courses.seen(s, row, g.user)
+    tests = localized_tests({"tests": shown.tests}, lang()) if row.report else []
+    held = courses.shown(shown.held_until, shown.course) if shown.held else None
+    return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner, seen=shown,
+                           tests=tests, pending=row.status in PENDING, held=held, held_count=shown.hidden_held,
+                           visible_points=shown.visible_points, shown_at=courses.shown)
 
 
 @bp.get("/submissions/<submission_id>/status")
@@ -269,9 +268,9 @@ def submission_status(submission_id: str):
     """What the submission page polls while the grade runs."""
     with get_db() as s:
         row = _own_submission(s, submission_id)
-        held = held_until(s, row)
+        shown = courses.seen(s, row, g.user)
     return jsonify(status=row.status, done=row.progress_done, total=row.progress_total,
-                   score=None if held else row.score, max_score=None if held else row.max_score)
+                   score=shown.score, max_score=shown.max_score)
 
 
 @bp.get("/submissions")
