@@ -194,6 +194,9 @@ BAD_REQUESTS = {
     "source over the limit in UTF-8 bytes": (
         dict(json={**GOOD, "source": "# " + "가" * (MAX_SOURCE_BYTES // 3)}), 413, "source_too_large"),
     "source with a NUL": (dict(json={**GOOD, "source": "x = 1\x00"}), 422, "source_invalid"),
+    "source that does not parse": (dict(json={**GOOD, "source": "def grad_2xtx(x:\n"}), 422, "syntax_error"),
+    "source nested too deeply to parse": (dict(json={**GOOD, "source": "-" * 100_000 + "1"}), 422,
+                                          "syntax_error"),
     "source with an unpaired surrogate": (
         dict(data=b'{"exercise": "autograd-basics", "user": "u", "source": "x = \\ud800"}', **JSON),
         422, "source_not_utf8"),
@@ -236,6 +239,25 @@ def test_a_bad_submission_is_refused_and_leaves_no_row_and_no_task(client, auth,
     assert count(database_url, Submission) == 0
     assert count(database_url, User) == 0
     assert redis.dbsize() == 0  # no message, not even a queue binding
+
+
+def test_a_syntax_error_is_refused_with_its_line_and_column_and_nothing_is_stored(client, auth, basics,
+                                                                                  database_url, redis):
+    source = GOOD_SOURCE.replace("\n", "\r\n") + "\r\ndef broken(x):\r\n    return x +\r\n"
+    response = submit(client, auth, {**GOOD, "source": source})
+    assert_error(response, 422, "syntax_error")
+    line = GOOD_SOURCE.count("\n") + 3  # the line counted as the student counts it: CRLF is one line end
+    assert response.get_json()["error"] == {
+        "code": "syntax_error", "line": line, "column": 15,
+        "message": f"syntax error in submission.py, line {line}, column 15: invalid syntax"}
+    assert count(database_url, Submission) == 0 and count(database_url, User) == 0 and redis.dbsize() == 0
+
+
+def test_a_crlf_source_is_stored_with_lf(client, auth, basics, database_url, redis):
+    response = submit(client, auth, {**GOOD, "source": "\ufeff" + GOOD_SOURCE.replace("\n", "\r\n")})
+    assert response.status_code == 202, response.get_json()
+    with db.transaction(database_url) as session:
+        assert session.get(Submission, response.get_json()["id"]).source == GOOD_SOURCE
 
 
 # ------------------------------------------------------------------ following a submission

@@ -210,3 +210,19 @@ def test_grader_regrade_takes_an_exercise(client, key, course, redis, database_u
     assert f"of assignment {assignment}: 1 submissions sent" in ran.output and redis.llen("cpu-regrade") == 1
     both = CliRunner().invoke(main, ["regrade", "--exercise", "autograd-basics", "--assignment", str(assignment)])
     assert both.exit_code == 2 and "one of them" in both.output
+
+
+def test_a_syntax_error_spends_no_attempt_and_starts_no_cool_down(client, key, course, redis, database_url):
+    course_id, _ = course
+    made = client.post(f"/api/v1/courses/{course_id}/assignments", headers=key, json={
+        "exercise": "autograd-basics", "due_at": "2026-12-10T23:59+09:00", "attempts": 1, "cooldown_minutes": 30})
+    assignment = made.get_json()["id"]
+    with clock.travel(DUE - HOUR):
+        broken = client.post("/api/v1/submissions", headers=key, json={
+            "assignment": assignment, "source": "def grad_2xtx(x):\n    return x +\n", "user": "ada"})
+        assert_error(broken, 422, "syntax_error")
+        assert broken.get_json()["error"]["line"] == 2
+        with db.transaction(database_url) as s:
+            assert s.query(Submission).count() == 0
+        assert submit(client, key, assignment, at=DUE - HOUR).status_code == 202  # at once: its one attempt
+    assert_error(submit(client, key, assignment, at=DUE - HOUR / 4), 409, "no_attempts_left")

@@ -210,3 +210,11 @@ def test_a_refused_practice_run_keeps_the_code_typed(ada, database_url):
     page = practise_on_site(ada, "x = '\x00'  # <mine>\n")
     assert page.status_code == 422 and "# &lt;mine&gt;" in page.get_data(as_text=True)
     assert count(database_url, PracticeRun) == 0
+
+
+def test_a_practice_run_that_does_not_parse_says_where_and_stores_nothing(client, auth, basics, database_url,
+                                                                          redis):
+    refused = practise(client, auth, source="x = 1\r\ny = (\r\n")
+    assert_error(refused, 422, "syntax_error")
+    assert (refused.get_json()["error"]["line"], refused.get_json()["error"]["column"]) == (2, 5)
+    assert count(database_url, PracticeRun) == 0 and count(database_url, User) == 0 and redis.llen("cpu") == 0

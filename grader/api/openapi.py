@@ -23,7 +23,7 @@ ERROR_CODES = {
     "invalid_url": 422,
     "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
     "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
-    "notebook_invalid": 422,
+    "notebook_invalid": 422, "syntax_error": 422,
     "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
     "not_a_member": 422, "invalid_regrade": 422, "invalid_bundle": 422,
     "too_many_students": 422, "sources_too_large": 422, "starter_unavailable": 422,  # similar submissions
@@ -65,6 +65,19 @@ SCHEMAS = {
                 "code": {"type": "string", "enum": sorted(ERROR_CODES),
                          "description": "Machine-readable; stable across versions of v1."},
                 "message": {"type": "string", "description": "What is wrong, for people."},
+                # Where a source does not parse (syntax_error): nothing was stored, no attempt used.
+                "line": {"type": "integer", "minimum": 1,
+                         "description": "`syntax_error` only: the line of the source (a notebook's: of its "
+                                        "graded source) where it does not parse; absent where the parser "
+                                        "cannot say (nesting too deep)."},
+                "column": {"type": "integer", "minimum": 1,
+                           "description": "`syntax_error` only, with `line`: the column, in characters "
+                                          "from 1."},
+                "cell": {"type": "integer", "minimum": 1,
+                         "description": "`syntax_error` of a notebook only: the cell, counting every cell "
+                                        "from 1."},
+                "cell_line": {"type": "integer", "minimum": 1,
+                              "description": "With `cell`: the line within that cell."},
             }}},
     },
     "Exercise": {
@@ -534,7 +547,7 @@ def _paths() -> dict:
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",
-                              "notebook_invalid", "not_a_member"),
+                              "notebook_invalid", "not_a_member", "syntax_error"),
                 "429": {**_error("Too many accepted submissions (or practice runs, counted apart) for this "
                                  "user, or for this key whatever the user, lately; too many new users made by this key in the last hour; or the "
                                  "assignment's cool-down between attempts. The `Retry-After` header says in "

@@ -34,12 +34,13 @@ def start(target: str | int, source, user: str):
             return run.id, run.exercise.device
 
     try:
+        submissions.check_source(source)  # before the database is touched, as a submission's
         try:
             run_id, device = store()
         except IntegrityError:  # two first requests of one new user at once: now it exists
             run_id, device = store()
     except submissions.SubmissionError as exc:
-        raise ApiError(exc.code, exc.message) from None
+        raise ApiError(exc.code, exc.message, where=getattr(exc, "where", None)) from None
     runs.send(run_id, device)  # only now: the row is committed
     url = url_for("api.get_practice_run", run_id=run_id, _external=True)
     response = jsonify(id=run_id, url=url, status=SubmissionStatus.QUEUED, practice=True)

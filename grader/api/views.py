@@ -45,16 +45,17 @@ _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<ke
 
 class ApiError(Exception):
     """A request the API refuses; rendered as {"error": {"code", "message"}} with the
-    code's status (openapi.ERROR_CODES, which the document publishes)."""
+    code's status (openapi.ERROR_CODES, which the document publishes). ``where`` adds the
+    place of a ``syntax_error`` to that object: line, column (a notebook's cell, cell_line)."""
 
-    def __init__(self, code: str, message: str, headers: dict | None = None):
+    def __init__(self, code: str, message: str, headers: dict | None = None, where: dict | None = None):
         super().__init__(message)
         self.status = ERROR_CODES.get(code, 422)  # a new SubmissionError code is a bad submission
-        self.code, self.message, self.headers = code, message, headers or {}
+        self.code, self.message, self.headers, self.where = code, message, headers or {}, where or {}
 
 
-def error_response(status: int, code: str, message: str, headers: dict | None = None):
-    response = jsonify(error={"code": code, "message": message})
+def error_response(status: int, code: str, message: str, headers: dict | None = None, where: dict | None = None):
+    response = jsonify(error={**(where or {}), "code": code, "message": message})
     response.status_code = status
     response.headers.update(headers or {})
     return response
@@ -62,7 +63,7 @@ def error_response(status: int, code: str, message: str, headers: dict | None = 
 
 @bp.errorhandler(ApiError)
 def _api_error(exc: ApiError):
-    return error_response(exc.status, exc.code, exc.message, exc.headers)
+    return error_response(exc.status, exc.code, exc.message, exc.headers, exc.where)
 
 
 def requires(scope: str):
@@ -228,7 +229,7 @@ def create_submission():
     try:
         if isinstance(source, str) and not _is_text(source):
             raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
-        submissions.check_source(source)  # before the database is touched at all
+        submissions.check_source(source)  # before the database is touched at all: a syntax error costs nothing
         if isinstance(target, str) and not is_slug(target):
             raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {target[:100]!r}")
         submission_id, device, slug = _store(target, source, user)
@@ -238,7 +239,8 @@ def create_submission():
         if reopens is not None:
             retry = max(1, math.ceil((reopens - now()).total_seconds()))
             exc.message += f"; it reopens at {reopens.isoformat(timespec='seconds')}"
-        raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None) from None
+        raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None,
+                       getattr(exc, "where", None)) from None
     submissions.send(submission_id, device, exercise=slug, way="api")  # only now: the row is committed
     url = url_for("api.get_submission", submission_id=submission_id, _external=True)
     response = jsonify(id=submission_id, url=url, status=SubmissionStatus.QUEUED)
