@@ -45,7 +45,9 @@ def make_celery(config: Settings | None = None) -> Celery:
         task_ignore_result=True,            # results live in the database
         beat_schedule={"sweep-stuck-submissions": {"task": "grader.sweep_stuck", "schedule": 30.0},
                        "end-lost-checks": {"task": "grader.end_lost_checks", "schedule": 60.0},
-                       "sweep-stuck-regrades": {"task": "grader.sweep_regrades", "schedule": 60.0}},
+                       "sweep-stuck-regrades": {"task": "grader.sweep_regrades", "schedule": 60.0},
+                       # LMS scores held with hidden results go once their release comes
+                       "release-held-lti-scores": {"task": "grader.lti.release_held", "schedule": 60.0}},
     )
     return app
 

@@ -3,9 +3,10 @@ lti1p3platform, a platform-side LTI library none of us wrote, and served over HT
 
 It exposes what a real LMS does: its JWKS, an OIDC authorization endpoint that answers
 the tool's login redirect with a signed launch form, an OAuth2 token endpoint, a line
-item scores endpoint (AGS) that records what it receives, the course's line item
-container (AGS: listed and added to by a tool holding the line item scope, as for a
-placement that came without a line item), a deep linking return endpoint that
+item scores endpoint (AGS) that checks each score against the spec and records what it
+keeps (a score older than the last one kept is refused, as a platform does), the course's
+line item container (AGS: listed and added to by a tool holding the line item scope, as
+for a placement that came without a line item), a deep linking return endpoint that
 validates the tool's response, and the course's roster (NRPS: /memberships, the members a
 test sets, a page at a time with a Link rel="next" header). Launches start at /start, as
 a click on a link in a course would.
@@ -87,6 +88,28 @@ class _PagedRequest(_Request):
         query["page"] = int(query.get("page") or 1)
         query.setdefault("limit", str(self.page_size))
         return metadata
+
+
+ACTIVITY_PROGRESS = ("Initialized", "Started", "InProgress", "Submitted", "Completed")
+GRADING_PROGRESS = ("FullyGraded", "Pending", "PendingManual", "Failed", "NotReady")
+
+
+def score_problem(score: dict) -> str | None:
+    """What makes a posted score invalid under AGS 2.0 (section 3.4): userId, timestamp and
+    both progress values required, each progress one of its vocabulary; scoreGiven optional
+    (none: no score is shown), but a number at or above 0 and with a scoreMaximum above 0
+    when present. lti1p3platform leaves this check to its platform."""
+    if not score.get("userId") or not score.get("timestamp"):
+        return "userId and timestamp are required"
+    if score.get("activityProgress") not in ACTIVITY_PROGRESS:
+        return f"activityProgress {score.get('activityProgress')!r} is not one of {ACTIVITY_PROGRESS}"
+    if score.get("gradingProgress") not in GRADING_PROGRESS:
+        return f"gradingProgress {score.get('gradingProgress')!r} is not one of {GRADING_PROGRESS}"
+    given, maximum = score.get("scoreGiven"), score.get("scoreMaximum")
+    if given is not None and not (isinstance(given, (int, float)) and given >= 0
+                                  and isinstance(maximum, (int, float)) and maximum > 0):
+        return "scoreGiven needs a scoreMaximum above 0, and both must be numbers"
+    return None
 
 
 def member(user: str, roles: list[str], name: str = "", status: str = "Active") -> dict:
@@ -265,6 +288,9 @@ class Platform:
                 return []
 
             def update_score(self, line_item_id, score):
+                problem = score_problem(score)
+                if problem:
+                    raise LtiServiceException(problem, 400)
                 with platform._lock:
                     if line_item_id != "1" and f"{platform.url}/lineitems/{line_item_id}" not in \
                             [item["id"] for item in platform.lineitems]:

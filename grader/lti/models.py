@@ -66,7 +66,11 @@ class LtiGradeTarget(Base):
 
     A placement whose launch names only the context's line item container leaves
     ``lineitem_url`` empty: the score task finds or creates the resource link's line item
-    in ``lineitems_url`` and stores it here."""
+    in ``lineitems_url`` and stores it here.
+
+    ``held_until``: the line item was told only "pending" because the student's hidden
+    results on the assignment are held; at this time (their release) it gets the score
+    that counts (grader.lti.tasks.release_held). None: nothing held, or already sent."""
 
     __tablename__ = "lti_grade_targets"
     __table_args__ = (UniqueConstraint("user_id", "exercise_slug", "platform_id", "lineitem_url",
@@ -86,6 +90,7 @@ class LtiGradeTarget(Base):
     resource_link_id: Mapped[str | None] = mapped_column(String(500))
     lti_user_id: Mapped[str] = mapped_column(String(500))
     scopes: Mapped[list] = mapped_column(JSON, default=list)
+    held_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
     platform: Mapped[LtiPlatform] = relationship()
@@ -94,7 +99,7 @@ class LtiGradeTarget(Base):
 class LtiScorePost(Base):
     """One attempt at publishing a score: what was sent and what the platform said.
     ``submission_id`` is the grade it went with; None: a score set by hand for a student
-    with no grade."""
+    with no grade. No score: "pending" was sent, the hidden results being held."""
 
     __tablename__ = "lti_score_posts"
 

@@ -8,6 +8,14 @@ stamped with the grade's finish time, so a delivery arriving late carries an old
 timestamp than a newer score and the platform keeps the newer one. A score set by hand for
 a student with no grade goes on its own, stamped with when it was set.
 
+An assignment that holds its hidden tests' results until the student's due date
+(courses.release_of, extensions included) holds its score too: until then its line item
+is told only that the work is in ("Pending", no score), whether a grade, a score set by
+hand or an extension sent it, and the target is marked with the release time; every
+minute (beat) ``release_held`` sends each such target whose time has come the score that
+counts, once, through the same two tasks, stamped no earlier than the release, so it is
+newer than the pending post.
+
 A target recorded from a placement without a line item (only the context's container)
 gets its line item here, once: the resource link's, found in the container or created
 there, then stored on the target.
@@ -21,11 +29,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import redis as redis_py
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from grader import db
-from grader.clock import as_utc
+from grader.clock import as_utc, now
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
 from grader import courses
@@ -38,12 +46,14 @@ from grader import metrics
 from grader.settings import settings
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.submissions.notify import on_finished, on_standing_changed
-from grader.tasks import backoff, celery
+from grader.tasks import NOTIFY_QUEUE, backoff, celery, send_task
 
 log = logging.getLogger(__name__)
 
 PUBLISH_SCORE_TASK = "grader.lti.publish_score"
 PUBLISH_STANDING_TASK = "grader.lti.publish_standing"
+RELEASE_HELD_TASK = "grader.lti.release_held"
+RELEASE_BATCH = 500  # targets looked at per run; any beyond wait for the next run, a minute later
 SYNC_ROSTER_TASK = roster.SYNC_ROSTER_TASK
 MAX_TRIES = 8
 GIVE_UP = range(400, 500)  # the platform refuses the request itself: trying again changes nothing
@@ -73,19 +83,29 @@ def standing_targets(session, assignment_id: int, user_id: int, at: str) -> list
     A student with no grade has a score set by hand sent on its own: to their line items,
     or, never having launched the assignment (a member from the roster), to the line items
     the launches of others made for it on the student's platform. Neither grade nor such a
-    score (an extension alone): nothing to send."""
-    latest = session.scalar(select(Submission.id).where(
-        Submission.assignment_id == assignment_id, Submission.user_id == user_id,
-        Submission.status == SubmissionStatus.GRADED).order_by(Submission.finished_at.desc()).limit(1))
+    score (an extension alone): nothing to send. While the student's results are held, the
+    tasks send "pending" instead."""
+    latest = _latest_grade(session, assignment_id, user_id)
     targets = list(session.scalars(select(LtiGradeTarget.id).where(
         LtiGradeTarget.user_id == user_id, LtiGradeTarget.assignment_id == assignment_id)))
     if latest is not None:
         return [(PUBLISH_SCORE_TASK, [latest, target_id, at]) for target_id in targets]
-    if session.scalar(select(ScoreOverride.id).where(ScoreOverride.assignment_id == assignment_id,
-                                                     ScoreOverride.user_id == user_id)) is None:
+    if not _has_override(session, assignment_id, user_id):
         return []
     targets = targets or _derived_targets(session, assignment_id, user_id)
     return [(PUBLISH_STANDING_TASK, [target_id, at]) for target_id in targets]
+
+
+def _latest_grade(session, assignment_id: int, user_id: int) -> str | None:
+    """The student's latest graded submission to the assignment: what counts is sent with it."""
+    return session.scalar(select(Submission.id).where(
+        Submission.assignment_id == assignment_id, Submission.user_id == user_id,
+        Submission.status == SubmissionStatus.GRADED).order_by(Submission.finished_at.desc()).limit(1))
+
+
+def _has_override(session, assignment_id: int, user_id: int) -> bool:
+    return session.scalar(select(ScoreOverride.id).where(ScoreOverride.assignment_id == assignment_id,
+                                                         ScoreOverride.user_id == user_id)) is not None
 
 
 def _derived_targets(session, assignment_id: int, user_id: int) -> list[int]:
@@ -142,14 +162,29 @@ class _Outgoing:
     key: KeyPair
     lineitem: str | None
     user_id: str  # the platform's
-    score: float
-    maximum: float
+    score: float | None  # None: held with the hidden results, "pending" is sent
+    maximum: float | None
     timestamp: datetime
     wanted: dict | None  # what the line item is made with, should the link have none yet
 
     @property
     def what(self) -> str:  # for the log
         return self.submission_id or f"the score set by hand of target {self.target_id}"
+
+    @property
+    def shown(self) -> str:  # for the log
+        return "pending" if self.score is None else f"{self.score:g}/{self.maximum:g}"
+
+
+def _held(session, target: LtiGradeTarget, assignment: Assignment | None) -> datetime | None:
+    """Until when the target's score is held with the student's hidden results on the
+    assignment (the rule is courses.release_of); None: the score goes now (practice, never
+    held, released). The target is marked with it, so that release_held sends the score
+    then; a score going now clears the mark, the release having nothing left to send."""
+    if assignment is None:
+        return None
+    target.held_until = until = courses.release_of(session, assignment, target.user_id)
+    return until
 
 
 def _wanted(target: LtiGradeTarget, exercise: Exercise) -> dict | None:
@@ -173,21 +208,24 @@ def publish_score(self, submission_id: str, target_id: int, changed_at: str | No
                 Submission.status == "graded", Submission.finished_at > row.finished_at)):
             return "superseded"  # a newer grade's own task sends the latest score
         finished = row.finished_at
-        if changed_at:  # what counts changed after the grade (an override, an extension): newer than it
+        # what counts changed after the grade (an override, an extension, the release): newer than it
+        if changed_at:
             finished = max(finished, datetime.fromisoformat(changed_at), key=as_utc)
+        held = _held(session, target, None if practice else session.get(Assignment, row.assignment_id))
         out = _Outgoing(target_id=target_id, submission_id=submission_id, platform=as_platform(target.platform),
                         key=keys.current_pair(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
-                        score=_score(session, row, config.lti_score_policy),
-                        maximum=float(row.max_score or row.exercise.max_score or 0), timestamp=finished,
-                        wanted=_wanted(target, row.exercise))
+                        score=None if held else _score(session, row, config.lti_score_policy),
+                        maximum=None if held else float(row.max_score or row.exercise.max_score or 0),
+                        timestamp=finished, wanted=_wanted(target, row.exercise))
     return _deliver(self, out, config)
 
 
 @celery.task(name=PUBLISH_STANDING_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)
-def publish_standing(self, target_id: int, changed_at: str | None = None) -> str:
+def publish_standing(self, target_id: int, changed_at: str | None = None, released_at: str | None = None) -> str:
     """The score that counts for a student with no grade (a score set by hand) to the
     target's line item, stamped with when it was set: a grade finished later is newer and
-    the platform keeps that one."""
+    the platform keeps that one. ``released_at``: sent at the release of held results,
+    stamped no earlier than it (newer than the pending post)."""
     config = settings()
     with db.transaction() as session:
         target = session.get(LtiGradeTarget, target_id)
@@ -198,10 +236,15 @@ def publish_standing(self, target_id: int, changed_at: str | None = None) -> str
         if standing.override is None or standing.counted.score is None:
             return "missing"  # nothing set by hand (any more): nothing to send
         exercise = session.get(Exercise, assignment.exercise_slug)
+        stamp = as_utc(standing.override.set_at)
+        if released_at:
+            stamp = max(stamp, datetime.fromisoformat(released_at), key=as_utc)
+        held = _held(session, target, assignment)
         out = _Outgoing(target_id=target_id, submission_id=None, platform=as_platform(target.platform),
                         key=keys.current_pair(session), lineitem=target.lineitem_url, user_id=target.lti_user_id,
-                        score=float(standing.counted.score), maximum=float(exercise.max_score or 0),
-                        timestamp=as_utc(standing.override.set_at), wanted=_wanted(target, exercise))
+                        score=None if held else float(standing.counted.score),
+                        maximum=None if held else float(exercise.max_score or 0),
+                        timestamp=stamp, wanted=_wanted(target, exercise))
     return _deliver(self, out, config)
 
 
@@ -242,8 +285,68 @@ def _deliver(task, out: _Outgoing, config) -> str:
         raise task.retry(countdown=backoff(task.request.retries, config.retry_base_s))
     _record(out.target_id, out.submission_id, out.score, out.maximum, attempt, "sent", status, None)
     metrics.LTI_SCORE_POSTS.labels("sent").inc()
-    log.info("LTI score %g/%g of %s sent to %s", out.score, out.maximum, out.what, out.platform.issuer)
+    log.info("LTI score %s of %s sent to %s", out.shown, out.what, out.platform.issuer)
     return "sent"
+
+
+@celery.task(name=RELEASE_HELD_TASK)
+def release_held() -> int:
+    """Run every minute (beat): each target told "pending" whose release time has come
+    gets the score that counts, through the task that sends it for a grade (or a score set
+    by hand), stamped with the release time. Each target is claimed (its mark cleared) in
+    the database in the transaction that sends its task, so a second run, or two at once,
+    send nothing more; one whose release moved later (an extension since) waits for it.
+    Returns how many tasks were sent."""
+    sent = 0
+    for target_id, held_until in _due_targets():
+        try:
+            sent += _release(target_id, held_until)
+        except Exception:  # its claim is rolled back: the next run tries it again
+            log.exception("LTI score of target %s not released; trying again next run", target_id)
+    return sent
+
+
+def _due_targets() -> list[tuple[int, datetime]]:
+    with db.transaction() as session:
+        return [tuple(row) for row in session.execute(
+            select(LtiGradeTarget.id, LtiGradeTarget.held_until).where(LtiGradeTarget.held_until <= now())
+            .order_by(LtiGradeTarget.held_until).limit(RELEASE_BATCH))]
+
+
+def _release(target_id: int, held_until: datetime) -> int:
+    """Claim one due target and send its score's task; how many tasks were sent."""
+    with db.transaction() as session:
+        target = session.get(LtiGradeTarget, target_id)
+        assignment = session.get(Assignment, target.assignment_id) if target and target.assignment_id else None
+        if assignment is None:  # nothing to release it to: unmarked, lest it stand first in every run
+            if target is not None:
+                _swap_mark(session, target_id, held_until, None)
+            return 0
+        later = courses.release_of(session, assignment, target.user_id)
+        # Only the run whose update finds the mark as it read it goes on: another has it.
+        if not _swap_mark(session, target_id, held_until, later):
+            return 0
+        if later is not None:
+            return 0  # still held: its new time is marked
+        at = as_utc(held_until).isoformat()
+        latest = _latest_grade(session, target.assignment_id, target.user_id)
+        if latest is not None:
+            task = (PUBLISH_SCORE_TASK, [latest, target_id, at])
+        elif _has_override(session, target.assignment_id, target.user_id):
+            task = (PUBLISH_STANDING_TASK, [target_id, None, at])
+        else:
+            return 0  # a score set by hand taken back meanwhile: nothing counts, "pending" stays true
+        send_task(*task, queue=NOTIFY_QUEUE)  # before the claim commits: a failure leaves it marked
+    log.info("LTI score of target %s released (held until %s)", target_id, at)
+    return 1
+
+
+def _swap_mark(session, target_id: int, seen: datetime, new: datetime | None) -> bool:
+    """Set the target's mark to ``new`` where it is still ``seen``; whether it was."""
+    done = session.execute(update(LtiGradeTarget).where(
+        LtiGradeTarget.id == target_id, LtiGradeTarget.held_until == seen).values(held_until=new)
+        .execution_options(synchronize_session=False))
+    return done.rowcount == 1
 
 
 @celery.task(name=SYNC_ROSTER_TASK, bind=True, max_retries=MAX_TRIES, acks_late=True)

@@ -422,18 +422,25 @@ def find_or_create_lineitem(platform: Platform, key: KeyPair, *, lineitems_url: 
     return url
 
 
-def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: str, score: float,
-               maximum: float, timestamp: datetime, comment: str = "", timeout: float = 10) -> int:
+def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: str, score: float | None,
+               maximum: float | None, timestamp: datetime, comment: str = "", timeout: float = 10) -> int:
     """Publish one score to a line item (AGS), with a client-credentials token got by a
-    JWT signed with our key. Returns the HTTP status; ServiceError when it failed."""
+    JWT signed with our key. Returns the HTTP status; ServiceError when it failed.
+
+    ``score`` None: the work is in but its grade is not to be shown yet ("Pending", with
+    no scoreGiven nor scoreMaximum, both optional in an AGS Score); a later post, with a
+    newer timestamp, brings the score."""
     registration = _ToolConf(lambda iss: [platform], key).registration(platform)
     service = AssignmentsGradesService(ServiceConnector(registration, _Session(timeout)),
                                        {"scope": [SCORE_SCOPE], "lineitem": lineitem_url})
     if timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=timezone.utc)
-    grade = (Grade().set_score_given(score).set_score_maximum(maximum).set_user_id(user_id)
-             .set_timestamp(timestamp.isoformat(timespec="milliseconds"))
-             .set_activity_progress("Completed").set_grading_progress("FullyGraded"))
+    grade = Grade().set_user_id(user_id).set_timestamp(timestamp.isoformat(timespec="milliseconds"))
+    if score is None:
+        grade.set_activity_progress("Submitted").set_grading_progress("Pending")
+    else:
+        grade = (grade.set_score_given(score).set_score_maximum(maximum)
+                 .set_activity_progress("Completed").set_grading_progress("FullyGraded"))
     if comment:
         grade.set_comment(comment)
     try:
