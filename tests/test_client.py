@@ -14,7 +14,7 @@ import pytest
 
 from grader.web import client
 from tests.live import serve, start_worker, stop
-from tests.test_notebooks import SOLUTION
+from tests.test_notebooks import MISTYPED, SOLUTION
 from tests.test_practice import WRONG
 from tests.test_tokens import new_token
 from tests.test_web import ada, site  # noqa: F401  (fixtures)
@@ -84,6 +84,10 @@ def test_a_refusal_says_why_in_words(service, installed, ada, tmp_path):
     (tmp_path / "empty.py").write_text("   \n")
     result = run_client(installed, service, key, "submit", "autograd-basics", "empty.py", cwd=tmp_path)
     assert result.returncode == 1 and result.stderr.startswith("grader: ") and "empty" in result.stderr
+    (tmp_path / "mistyped.ipynb").write_text(json.dumps(MISTYPED))  # the API's words, as they are
+    mistyped = run_client(installed, service, key, "submit", "autograd-basics", "mistyped.ipynb", cwd=tmp_path)
+    assert (mistyped.returncode, mistyped.stderr) == (1, "grader: syntax error in cell 3, line 2, column 15: "
+                                                         "invalid syntax\n")
     revoked = run_client(installed, service, "gk_000000000000_" + "0" * 43, "check", "autograd-basics",
                          "empty.py", cwd=tmp_path)
     assert revoked.returncode == 1 and "Tokens page" in revoked.stderr

@@ -188,6 +188,30 @@ def test_line_numbers_in_a_message_get_their_cell_in_the_readers_language():
     assert notebooks.annotate(message, None) == message  # a .py submission: unchanged
 
 
+# A syntax error on the second line of the third cell; the cell above it is fine.
+MISTYPED = notebook(
+    cell("Imports first.", kind="markdown"),
+    cell("import torch\r\n"),
+    cell("def grad_2xtx(x):\r\n    return x +\r\n"),
+)
+
+
+def test_a_syntax_error_names_the_cell_and_the_line_within_it():
+    with pytest.raises(SourceError) as refused:
+        notebooks.convert(ipynb(MISTYPED))
+    error = refused.value
+    assert error.code == "syntax_error"
+    assert error.message == "syntax error in cell 3, line 2, column 15: invalid syntax"
+    assert error.where == {"line": 6, "column": 15, "cell": 3, "cell_line": 2}  # line 6 of the graded source
+
+
+def test_a_block_a_cell_leaves_open_is_named_by_its_cell():
+    with pytest.raises(SourceError) as refused:
+        notebooks.convert(ipynb(notebook(cell("x = 1"), cell("def f():"), cell("y = 2"))))
+    assert refused.value.message == ("syntax error in cell 3, line 1, column 1: expected an indented block "
+                                     "after function definition on line 1 of cell 2")
+
+
 # ------------------------------------------------------------------ what is refused
 
 def too_many_cells() -> dict:
@@ -315,6 +339,14 @@ def test_a_malformed_notebook_on_the_web_says_what_is_wrong_and_stores_nothing(a
     assert stored(database_url) == [] and redis.llen("cpu") == 0
 
 
+def test_a_notebook_with_a_syntax_error_on_the_web_names_the_cell_and_stores_nothing(ada, database_url, redis):
+    response = upload(ada, ipynb(MISTYPED))
+    assert response.status_code == 422
+    assert ("Your notebook has a syntax error in cell 3, line 2: invalid syntax. Nothing was submitted; "
+            "no attempt was used.") in response.get_data(as_text=True)
+    assert stored(database_url) == [] and redis.llen("cpu") == 0
+
+
 # ------------------------------------------------------------------ the REST API
 
 @pytest.fixture
@@ -397,6 +429,22 @@ def test_the_api_document_describes_notebooks(api):
     assert "notebook" in document["components"]["schemas"]["Submission"]["properties"]
     responses = json.dumps(document["paths"]["/submissions"]["post"]["responses"])
     assert "`notebook_invalid`" in responses and "`notebook_too_large`" in responses
+
+
+def test_a_notebook_with_a_syntax_error_sent_to_the_api_names_the_cell_and_stores_nothing(api, database_url,
+                                                                                           redis):
+    response = post(api, notebook=MISTYPED)
+    assert response.status_code == 422
+    assert response.get_json()["error"] == {
+        "code": "syntax_error", "message": "syntax error in cell 3, line 2, column 15: invalid syntax",
+        "line": 6, "column": 15, "cell": 3, "cell_line": 2}
+    assert stored(database_url) == [] and user_count(database_url) == 0 and redis.dbsize() == 0
+
+
+def test_a_notebooks_crlf_cells_are_stored_with_lf(api, database_url):
+    book = notebook(*[{**c, "source": "".join(c["source"]).replace("\n", "\r\n")} for c in SOLUTION["cells"]])
+    assert post(api, notebook=book).status_code == 202
+    assert stored(database_url)[0].source == SOLUTION_AS_PYTHON
 
 
 # ------------------------------------------------------------------ the command line

@@ -218,3 +218,18 @@ def test_a_practice_run_that_does_not_parse_says_where_and_stores_nothing(client
     assert_error(refused, 422, "syntax_error")
     assert (refused.get_json()["error"]["line"], refused.get_json()["error"]["column"]) == (2, 5)
     assert count(database_url, PracticeRun) == 0 and count(database_url, User) == 0 and redis.llen("cpu") == 0
+
+
+def test_a_practice_run_from_the_site_is_stored_and_shown_with_lf_and_a_syntax_error_runs_nothing(
+        ada, database_url):
+    started = practise_on_site(ada, WRONG.replace("\n", "\r\n"))
+    assert started.status_code == 303
+    with db.transaction(database_url) as session:
+        assert session.scalars(select(PracticeRun.source)).one() == WRONG
+    graded_by_the_engine(database_url, started.location.rsplit("/", 1)[1], WRONG)
+    page = ada.get(started.location).get_data(as_text=True)
+    assert "\\x0d" not in page and "&#13;" not in page and "\r" not in page
+    refused = practise_on_site(ada, "def grad_2xtx(x):  # <mine>\r\n    return x +\r\n")
+    assert refused.status_code == 422
+    assert "Your code has a syntax error on line 2: invalid syntax." in refused.get_data(as_text=True)
+    assert "# &lt;mine&gt;" in refused.get_data(as_text=True) and count(database_url, PracticeRun) == 1

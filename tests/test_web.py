@@ -198,6 +198,34 @@ def test_a_bad_submission_says_what_is_wrong_and_stores_nothing(ada, database_ur
     assert rows(database_url) == [] and redis.llen("cpu") == 0
 
 
+def test_a_syntax_error_is_refused_where_it_is_kept_in_the_editor_and_nothing_is_stored(ada, database_url,
+                                                                                       redis):
+    response = submit(ada, source="def grad_2xtx(x):  # <mine>\r\n    return x +\r\n")
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert ("Your code has a syntax error on line 2: invalid syntax. Nothing was submitted; "
+            "no attempt was used.") in page
+    assert "# &lt;mine&gt;" in page  # the code, still there to fix
+    assert rows(database_url) == [] and redis.llen("cpu") == 0
+    ada.post("/language", data={"lang": "ko", "next": "/exercises", "csrf_token": token(ada, "/exercises")})
+    page = submit(ada, source="x = (\n").get_data(as_text=True)
+    assert "1행에 문법 오류가 있습니다" in page
+
+
+@pytest.mark.parametrize("source, file", [
+    (GOOD.replace("\n", "\r\n"), None),                                 # a browser's textarea
+    ("", b"\xef\xbb\xbf" + GOOD.replace("\n", "\r\n").encode()),         # a Windows editor's file
+])
+def test_a_crlf_source_is_stored_and_shown_with_lf(ada, database_url, source, file):
+    location = submit(ada, source=source, file=file).location
+    [row] = rows(database_url)
+    assert row.source == GOOD
+    store_grade(database_url, row.id, row.source)
+    page = ada.get(location).get_data(as_text=True)
+    assert "\\x0d" not in page and "&#13;" not in page and "\r" not in page
+    assert ada.get(f"{location}/source.py").get_data() == GOOD.encode()
+
+
 def test_a_rejected_paste_is_kept_in_the_editor(ada):
     page = submit(ada, source="x = '\x00' # <mine>\n").get_data(as_text=True)
     assert "# &lt;mine&gt;" in page  # escaped, and still there to fix

@@ -154,6 +154,21 @@ def test_staff_start_a_regrade_and_follow_it_on_its_page(course, ada, database_u
     assert "Discarded" in prof.get(started.headers["Location"]).get_data(as_text=True)
 
 
+def test_a_syntax_error_on_an_assignment_is_refused_and_spends_no_attempt(course, ada, database_url, redis):
+    prof, course_url, _ = course
+    made = prof.post(f"{course_url}/assignments", data={
+        "exercise": "autograd-basics", "due_at": "2026-12-10T23:59", "attempts": "1", "cooldown_minutes": "30",
+        "csrf_token": token(prof, course_url)})
+    one_try = made.headers["Location"]
+    refused = submit(ada, one_try, "def grad_2xtx(x):  # <mine>\r\n    return x +\r\n", DUE - HOUR)
+    assert refused.status_code == 422
+    text = refused.get_data(as_text=True)
+    assert "Your code has a syntax error on line 2: invalid syntax. Nothing was submitted; no attempt was used." in text
+    assert "# &lt;mine&gt;" in text and rows(database_url) == [] and redis.llen("cpu") == 0
+    assert submit(ada, one_try, GOOD, DUE - HOUR).status_code == 303  # at once: no cool-down started
+    assert [row.source for row in rows(database_url)] == [GOOD]
+
+
 def test_signing_in_lands_a_course_member_on_their_course_and_anyone_else_on_the_catalogue(site, database_url):
     with db.transaction(database_url) as s:
         bob = s.scalar(select(User).where(User.email == "bob@example.org"))

@@ -221,6 +221,8 @@ def _download(text: str, name: str):
 
 
 def _error_text(exc: submissions.SubmissionError) -> str:
+    if exc.code == "syntax_error":
+        return _syntax_error_text(exc)
     known = {
         "source_empty": _("Your submission is empty: paste your code or choose a .py file."),
         "source_too_large": _("Your submission is larger than %(limit)d KiB.", limit=MAX_SOURCE_BYTES // 1024),
@@ -232,6 +234,20 @@ def _error_text(exc: submissions.SubmissionError) -> str:
                                 limit=MAX_NOTEBOOK_BYTES // 1024, cells=MAX_NOTEBOOK_CELLS),
     }
     return known.get(exc.code, exc.message)
+
+
+def _syntax_error_text(exc: submissions.SubmissionError) -> str:
+    """Where the code does not parse, in the reader's language (the parser's own words are
+    Python's, in English), and that it cost nothing: the check comes before any rule."""
+    where, why = getattr(exc, "where", {}), getattr(exc, "reason", None) or exc.message
+    if "cell" in where:
+        return _("Your notebook has a syntax error in cell %(cell)d, line %(line)d: %(why)s. "
+                 "Nothing was submitted; no attempt was used.", cell=where["cell"], line=where["cell_line"],
+                 why=why)
+    if "line" in where:
+        return _("Your code has a syntax error on line %(line)d: %(why)s. Nothing was submitted; "
+                 "no attempt was used.", line=where["line"], why=why)
+    return _("Your code is nested too deeply to be read. Nothing was submitted; no attempt was used.")
 
 
 def _own_submission(s, submission_id: str) -> Submission:
