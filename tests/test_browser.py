@@ -166,6 +166,25 @@ def test_code_is_never_lost_through_a_refusal_and_a_draft_comes_back(browser, li
     assert page.get_by_label("Your code (Python)").input_value().startswith("# try three, never sent")
 
 
+def test_code_typed_with_newlines_is_shown_as_typed_without_carriage_returns(browser, live_site):
+    """A browser sends a textarea's line ends as CRLF; the result page shows the lines typed, no \\x0d."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(locale="en-US")
+    page.set_default_timeout(60_000)
+    sign_in(page, live_site + "/exercises/autograd-basics", "ada@example.org")
+    editor = page.get_by_label("Your code (Python)")
+    editor.fill("")
+    editor.press_sequentially("import torch\n\ndef grad_2xtx(x):\n    return 4 * x\n")
+    page.get_by_role("button", name="Submit", exact=True).click()
+    page.wait_for_url("**/submissions/*")
+    code = page.locator("pre.source")
+    expect(code).to_contain_text("return 4 * x")
+    assert code.locator(".line").count() == 4
+    shown = code.inner_text() + page.content()
+    assert "\\x0d" not in shown and "&#13;" not in shown and "\r" not in shown
+
+
 def test_no_draft_is_offered_when_there_is_none(browser, live_site):
     from playwright.sync_api import expect
 
