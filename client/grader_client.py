@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 __version__ = "0.1.0"
-__all__ = ["connect", "submit", "check", "Result", "GraderError"]
+__all__ = ["connect", "submit", "check", "assignments", "Result", "GraderError"]
 
 _DONE = ("graded", "failed")
 _TEXTS = {  # what the web page says, in the languages it speaks
@@ -120,25 +120,60 @@ class Result:
         return report_text(self.data, practice=self.practice, lang=self.lang)
 
 
-def submit(exercise: str | int, path: str | None = None, *, source: str | None = None, wait: bool = True,
+def submit(assignment: str | int, path: str | None = None, *, source: str | None = None, wait: bool = True,
            show: bool = True, timeout: float = 900) -> Result | dict:
-    """Submit a .py or .ipynb file (or ``source``) to an exercise (its slug) or an assignment
-    (its number). It counts: it is an attempt, and the score is kept. Waits for the grade
-    and prints the report unless told not to."""
-    return _run(exercise, path, source, practice=False, wait=wait, show=show, timeout=timeout)
+    """Submit a .py or .ipynb file (or ``source``) to an assignment: its course's code and
+    its title, ``"DL101/Your first gradient"``, or its number. It counts: it is an attempt,
+    and the score that counts is the course's. An exercise's slug alone submits to the
+    free catalogue, which counts for no course. Waits for the grade and prints the report
+    unless told not to."""
+    return _run(assignment, path, source, practice=False, wait=wait, show=show, timeout=timeout)
 
 
-def check(exercise: str | int, path: str | None = None, *, source: str | None = None, wait: bool = True,
+def check(assignment: str | int, path: str | None = None, *, source: str | None = None, wait: bool = True,
           show: bool = True, timeout: float = 900) -> Result | dict:
-    """Run the exercise's visible tests against the file: a practice run, counted for nothing."""
-    return _run(exercise, path, source, practice=True, wait=wait, show=show, timeout=timeout)
+    """Run the visible tests against the file, as ``submit`` names the assignment: a
+    practice run, counted for nothing (no score, no attempt)."""
+    return _run(assignment, path, source, practice=True, wait=wait, show=show, timeout=timeout)
+
+
+def assignments(show: bool = True) -> list[dict]:
+    """The assignments of your courses, with your due date, attempts and the score that
+    counts; printed as a table unless told not to."""
+    if not _connection.url:
+        connect()
+    listed = _request("GET", "/api/v1/assignments")["assignments"]
+    if show:
+        for a in listed:
+            left = "" if a.get("attempts_left") is None else f" · {a['attempts_left']} attempts left"
+            print(f"{a['course']['code']}/{a['title']} (#{a['id']}) · due {a['due_at_shown']}{left}")
+    return listed
+
+
+def _target(name: str | int) -> dict:
+    """The body's target: an assignment by number, or by "COURSE/Title" (found among the
+    caller's own), else an exercise of the free catalogue."""
+    if isinstance(name, int):
+        return {"assignment": name}
+    if "/" not in name:
+        return {"exercise": name}
+    code, _, title = name.partition("/")
+    found = [a for a in _request("GET", "/api/v1/assignments")["assignments"]
+             if a["course"]["code"].casefold() == code.strip().casefold()
+             and a["title"].casefold() == title.strip().casefold()]
+    if len(found) != 1:
+        mine = sorted(f"{a['course']['code']}/{a['title']}" for a in
+                      _request("GET", "/api/v1/assignments")["assignments"])
+        why = "several assignments are" if found else "no assignment of your courses is"
+        raise GraderError(f"{why} called {name!r}; yours: {', '.join(mine) or 'none'}"
+                          + (" (give its number instead)" if found else ""), code="assignment_not_found")
+    return {"assignment": found[0]["id"]}
 
 
 def _run(exercise, path, source, *, practice: bool, wait: bool, show: bool, timeout: float):
     if not _connection.url:
         connect()
-    body: dict = {"assignment": exercise} if isinstance(exercise, int) else {"exercise": exercise}
-    body.update(_code(path, source))
+    body = {**_target(exercise), **_code(path, source)}
     if practice:
         body["practice"] = True
     accepted = _request("POST", "/api/v1/submissions", body)
@@ -320,10 +355,11 @@ def _indent(text: str, spaces: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m grader_client {submit,check} EXERCISE FILE (GRADER_URL and GRADER_TOKEN set)."""
+    """python -m grader_client {submit,check} ASSIGNMENT FILE (GRADER_URL and GRADER_TOKEN set); the
+    assignment as "COURSE/Title" or its number, or an exercise of the free catalogue."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] not in ("submit", "check"):
-        print("usage: python -m grader_client {submit,check} EXERCISE FILE   (GRADER_URL, GRADER_TOKEN set)",
+        print("usage: python -m grader_client {submit,check} ASSIGNMENT FILE   (GRADER_URL, GRADER_TOKEN set)",
               file=sys.stderr)
         return 2
     target = int(args[1]) if args[1].isdigit() else args[1]

@@ -113,3 +113,55 @@ def test_the_client_sends_its_token_to_the_grader_it_connected_to_only():
         grader_client._request("GET", "https://elsewhere.example.org/api/v1/submissions/x")
     with pytest.raises(grader_client.GraderError, match="not followed"):
         grader_client._request("GET", "http://grader.example.edu/api/v1/submissions/x")  # not even downgraded
+
+
+def _client_module():
+    sys.path.insert(0, str(ROOT / "client"))
+    try:
+        import grader_client
+    finally:
+        sys.path.remove(str(ROOT / "client"))
+    return grader_client
+
+
+@on_sqlite
+def test_the_client_names_an_assignment_by_course_code_and_title_and_no_attempt_left_is_final(
+        site, ada, database_url):
+    from grader import courses, db
+    from grader.accounts.models import User
+    from grader.submissions.models import Submission
+    from sqlalchemy import select
+    with db.transaction(database_url) as s:
+        student = s.scalar(select(User).where(User.email == "ada@example.org"))
+        course = courses.create_course(s, title="Deep learning", code="DL101")
+        courses.set_role(s, course.id, student.id, "student")
+        assignment = courses.create_assignment(s, course, exercise="autograd-basics", title="Your first gradient",
+                                               due_at="2099-01-01T00:00+00:00", attempts=1, cooldown_minutes=5)
+        assignment_id = assignment.id
+    key = new_token(ada)
+    grader = _client_module()
+    with serve(site) as url:
+        grader.connect(url, token=key)
+        [listed] = grader.assignments(show=False)
+        assert (listed["course"]["code"], listed["title"], listed["attempts_left"]) == ("DL101", "Your first gradient", 1)
+        accepted = grader.submit("dl101/your first gradient", source=SOLUTION_SOURCE, wait=False)
+        with pytest.raises(grader.GraderError) as unknown:
+            grader.submit("DL101/Nothing of that name", source=SOLUTION_SOURCE, wait=False)
+        with pytest.raises(grader.GraderError) as spent:
+            grader.submit(assignment_id, source=SOLUTION_SOURCE, wait=False)
+    with db.transaction(database_url) as s:
+        assert s.get(Submission, accepted["id"]).assignment_id == assignment_id
+    assert "DL101/Your first gradient" in str(unknown.value) and unknown.value.code == "assignment_not_found"
+    assert spent.value.code == "no_attempts_left" and "try again" not in str(spent.value)
+
+
+SOLUTION_SOURCE = "def grad_2xtx(x):\n    return 4 * x\n"
+
+
+def test_the_clients_report_says_late_with_the_penalty_and_the_score_that_counts():
+    grader = _client_module()
+    text = grader.report_text({"status": "graded", "exercise": "autograd-basics", "exercise_version": 1,
+                               "score": 6.0, "max_score": 6.0, "late": True, "late_penalty_percent": 20.0,
+                               "counted_score": 4.8, "counted_max_score": 6.0, "report": {"tests": []}})
+    assert "Score: 6 / 6" in text and "LATE: this submission loses 20% of its score (4.8 / 6 after the penalty)" in text
+    assert "Score that counts now on the assignment: 4.8 / 6" in text

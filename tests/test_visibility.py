@@ -231,6 +231,8 @@ def test_a_late_submission_says_late_with_its_penalty_and_the_score_that_counts(
         ada = site.test_client()
         sign_in(ada, "ada@example.org")
         text = ada.get(f"/submissions/{body['id']}").get_data(as_text=True)
+        listed = ada.get("/submissions").get_data(as_text=True)
+    assert "KST (Asia/Seoul)" in listed  # "My submissions" too shows course work in the course's time
     assert "LATE" in text and "loses 20% of its score" in text and "4.8 / 6 after the penalty" in text
     assert "Score that counts on" in text and "<strong>4.8 / 6</strong>" in text
     assert "KST (Asia/Seoul)" in text and "Back to the assignment" in text  # the course's time, its page
@@ -288,3 +290,19 @@ def test_staff_of_an_lms_course_see_what_its_lms_students_submitted_through_its_
     assert lena.get(f"/submissions/{through_link}").status_code == 200
     assert olga.get(f"/submissions/{through_link}").status_code == 404
     assert lena.get(f"/submissions/{world['free']}").status_code == 404  # Ada is local: not the LMS's
+
+
+def test_the_assignments_a_token_lists_hold_the_score_that_counts_as_the_site_does(world):
+    api, bearer = world["app"].test_client(), {"Authorization": f"Bearer {world['tokens']['author']}"}
+    with clock.travel(DUE - timedelta(days=1)):
+        listed = {a["course"]["code"]: a for a in api.get("/api/v1/assignments", headers=bearer).get_json()["assignments"]}
+    held = listed["DL101"]
+    assert (held["counted_score"], held["attempts_used"], held["refusal"]) == (None, 1, None)
+    assert held["feedback_held_until"].startswith("2099-01-01") and set(listed) == {"DL101", "OT1"}
+    with clock.travel(DUE + timedelta(minutes=1)):
+        released = {a["course"]["code"]: a for a in
+                    api.get("/api/v1/assignments", headers=bearer).get_json()["assignments"]}["DL101"]
+    assert (released["counted_score"], released["feedback_held_until"]) == (6.0, None)
+    classmate = {"Authorization": f"Bearer {world['tokens']['classmate']}"}
+    assert [a["attempts_used"] for a in api.get("/api/v1/assignments", headers=classmate).get_json()["assignments"]] \
+        == [0]  # Bo's own standing, never Ada's

@@ -185,3 +185,24 @@ def test_signing_in_lands_a_course_member_on_their_course_and_anyone_else_on_the
     assert "First gradients" in member.get(home.location).get_data(as_text=True)
     sign_in(outsider, "ada@example.org")
     assert outsider.get("/").location == "/exercises"
+
+
+def test_the_submit_button_says_before_sending_that_it_is_late_and_is_disabled_with_no_attempt_left(
+        course, ada, database_url, redis):
+    prof, course_url, assignment_url = course
+    with db.transaction(database_url) as s:  # late work taken for two days, 10% a day
+        from grader.courses.models import Assignment
+        assignment = s.get(Assignment, int(assignment_url.rsplit("/", 1)[1]))
+        assignment.late_until, assignment.late_policy, assignment.late_percent = DUE + 48 * HOUR, "per_day", 10.0
+    with clock.travel(DUE + 3 * HOUR - timedelta(seconds=30)):
+        page = ada.get(assignment_url).get_data(as_text=True)
+    assert "Submitting now is late by 3 hours 0 minutes: this submission would lose 10% of its score." in page
+    assert 'aria-describedby="late-note">Submit late</button>' in page
+    with clock.travel(DUE - HOUR):
+        assert "late by" not in ada.get(assignment_url).get_data(as_text=True)
+    for source in (GOOD, TWICE):
+        assert submit(ada, assignment_url, source, DUE - HOUR).status_code == 303
+    with clock.travel(DUE - HOUR):
+        page = ada.get(assignment_url).get_data(as_text=True)
+    assert 'disabled aria-describedby="submit-error">Submit</button>' in page
+    assert "You have used all 2 attempts." in page and "Run visible tests" in page  # practice stays open

@@ -364,6 +364,32 @@ SCHEMAS = {
                            "cooldown_minutes": {"type": "integer"}, "counts": {"type": "string"},
                            "feedback": {"type": "string"}},
         },
+        "AssignmentList": {
+            "type": "object", "required": ["assignments"],
+            "properties": {"assignments": {"type": "array", "items": _ref("ListedAssignment")}},
+        },
+        "ListedAssignment": {
+            "type": "object", "required": ["id", "title", "exercise", "course", "due_at", "due_at_shown"],
+            "description": "An assignment the caller can submit to. Read with a personal token, it carries where "
+                           "the token's owner stands: their own due date (an extension's included), attempts, "
+                           "why a submission now would be refused, and the score that counts (null while the "
+                           "hidden results are held).",
+            "properties": {
+                "id": {"type": "integer"}, "title": {"type": "string"}, "exercise": {"type": "string"},
+                "course": {"type": "object", "required": ["id", "code", "title"],
+                           "properties": {"id": {"type": "integer"}, "code": {"type": "string"},
+                                          "title": {"type": "string"}}},
+                "due_at": {"type": "string", "format": "date-time"},
+                "due_at_shown": {"type": "string", "description": "The due date in the course's zone, with it."},
+                "attempts": {"type": "integer", "nullable": True}, "feedback": {"type": "string"},
+                "attempts_used": {"type": "integer"}, "attempts_left": {"type": "integer", "nullable": True},
+                "refusal": {"type": "string", "nullable": True,
+                            "description": "The code a submission now would be refused with (closed, "
+                                           "no_attempts_left, cooling_down, not_open); null: it would be taken."},
+                "counted_score": {"type": "number", "nullable": True},
+                "counted_max_score": {"type": "number", "nullable": True},
+                "feedback_held_until": {"type": "string", "format": "date-time", "nullable": True}},
+        },
         "NewExtension": {
             "type": "object", "required": ["user", "reason"], "additionalProperties": False,
             "properties": {"user": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
@@ -557,6 +583,13 @@ def _paths() -> dict:
                                                     "description": "Seconds until a submission is accepted."}}},
             },
         }},
+        "/assignments": {"get": {
+            "operationId": "listAssignments", "summary": "The assignments the caller can submit to",
+            "description": "With a personal token: those of its owner's courses, with where the owner stands. "
+                           "With an API key: those of the key's courses. The notebook client finds an "
+                           "assignment here by its course's code and its title.",
+            "x-required-scope": "submissions:read",
+            "responses": {"200": _ok("The assignments, by due date.", "AssignmentList"), **_AUTH_ERRORS}}},
         "/submissions/{submission_id}": {"get": {
             "operationId": "getSubmission", "summary": "A submission's status, progress and report",
             "x-required-scope": "submissions:read", "parameters": [submission_id],

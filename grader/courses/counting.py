@@ -5,7 +5,7 @@ refused, and whether the hidden tests' results are held from them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -76,6 +76,9 @@ class Standing:
     attempts_used: int
     counted: Counted
     refusal: Refusal | None       # why a submission now would be refused (None: it would be taken)
+    held_until: datetime | None = None  # the hidden results (and what counts) held from the student until
+    late_by: timedelta | None = None    # how late a submission made now would be (None: on time)
+    penalty_now: float = 0.0            # the percentage a submission made now would lose
 
     @property
     def attempts_left(self) -> int | None:
@@ -104,14 +107,20 @@ def standing(session: Session, assignment: Assignment, user: User) -> Standing:
         course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
     except Refusal as exc:
         refusal = exc
-    return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal)
+    moment = now()
+    late_by = moment - rules.due_at if moment > rules.due_at else None
+    return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal,
+                    _held_until(rules), late_by, course_rules.late_penalty(rules, moment))
 
 
 def release_of(session: Session, assignment: Assignment, user_id: int) -> datetime | None:
     """When the hidden tests' results of the student's work on ``assignment`` are released
     to them (their own due date, an extension's included), while that is still ahead; None
     once released or never held. Every surface asks this: pages, API, LMS passback, notes."""
-    rules = rules_of(assignment, extension_of(session, assignment, user_id))
+    return _held_until(rules_of(assignment, extension_of(session, assignment, user_id)))
+
+
+def _held_until(rules: Rules) -> datetime | None:
     return None if course_rules.feedback_released(rules, now()) else rules.due_at
 
 

@@ -5,6 +5,8 @@ gradebook with its CSV exports."""
 
 from __future__ import annotations
 
+import math
+
 from datetime import datetime
 
 from flask import Response, abort, g, redirect, render_template, request, url_for
@@ -19,7 +21,6 @@ from grader import courses
 from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
 from grader.courses import regrades
 from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember, Regrade
-from grader.courses.rules import feedback_released
 from grader.db import now
 from grader.extensions import get_db
 from grader.lti.models import LtiRoster
@@ -56,7 +57,7 @@ def _staff(role: str | None) -> bool:
 def _holds(standing, role: str | None) -> bool:
     """Whether the score that counts is held from this student until the due date (it
     reflects the hidden tests, whose results the assignment releases only then)."""
-    return standing is not None and not _staff(role) and not feedback_released(standing.rules, now())
+    return standing is not None and not _staff(role) and standing.held_until is not None
 
 
 def _assignment(s, assignment_id: int) -> tuple[Assignment, Course, str | None]:
@@ -74,6 +75,24 @@ def time_left(until: datetime) -> str:
     if days:
         return _("%(d)d days %(h)d hours left", d=days, h=hours)
     return _("%(h)d hours %(m)d minutes left", h=hours, m=minutes)
+
+
+def late_warning(standing) -> str | None:
+    """What the submit button's note says before a late submission is sent: how late, and
+    what it would cost (None: submitting now is on time)."""
+    if standing is None or standing.late_by is None:
+        return None
+    minutes_late = math.ceil(standing.late_by.total_seconds() / 60)  # each begun minute
+    days, hours, minutes = minutes_late // 1440, minutes_late % 1440 // 60, minutes_late % 60
+    by = (_("%(d)d days %(h)d hours", d=days, h=hours) if days else _("%(h)d hours %(m)d minutes", h=hours, m=minutes))
+    if standing.penalty_now:
+        return _("Submitting now is late by %(by)s: this submission would lose %(p)s%% of its score.",
+                 by=by, p="%g" % standing.penalty_now)
+    return _("Submitting now is late by %(by)s (without a penalty).", by=by)
+
+
+# Refusals that no wait on this page undoes: the submit button is disabled with the reason.
+BLOCKING = ("no_attempts_left", "closed", "not_open", "not_a_member")
 
 
 def why(counted, course: Course, override=None) -> str:
@@ -252,6 +271,7 @@ def _assignment_page(assignment_id: int, *, source: str | None = None, error: st
                            holds=_holds(standing, role), editor=editor, error=error, notes=notes,
                            past_regrades=past, statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
+                           late_warning=late_warning(standing), blocking=BLOCKING,
                            max_bytes=MAX_SOURCE_BYTES), status
 
 

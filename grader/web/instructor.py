@@ -17,6 +17,7 @@ from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import admin_required, staff_required
 from grader.web.params import page_number, text_filter, valid_id
+from grader.web.views import courses_of
 
 PAGE = 100
 
@@ -40,7 +41,8 @@ def all_submissions():
         rows = s.scalars(query.offset((page - 1) * PAGE).limit(PAGE + 1)).all()
         owners = {row.id: row.user for row in rows}
         slugs = access.course_exercises(s, g.user)
-    return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners,
+        course_of = courses_of(s, rows)
+    return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners, course_of=course_of,
                            slugs=slugs, exercise=exercise, student=student, status=status, page=page,
                            more=len(rows) > PAGE)
 

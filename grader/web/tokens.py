@@ -7,7 +7,10 @@ from __future__ import annotations
 from flask import g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
+from sqlalchemy import select
+
 from grader.accounts import keys
+from grader.courses.models import Assignment, Course, CourseMember
 from grader.extensions import get_db
 from grader.web import bp, client
 from grader.web.auth import login_required
@@ -17,7 +20,13 @@ def _page(*, new_token: str | None = None, error: str | None = None, notice: str
           status: int = 200):
     with get_db() as s:
         tokens = keys.personal_tokens(s, g.user.id)
+        # The example names one of the student's own assignments, as the client finds it.
+        mine = s.execute(select(Course.code, Assignment.title).join(Assignment, Assignment.course_id == Course.id)
+                         .join(CourseMember, CourseMember.course_id == Course.id)
+                         .where(CourseMember.user_id == g.user.id).order_by(Assignment.due_at.desc()).limit(1)).first()
+    example = f"{mine[0]}/{mine[1]}" if mine else "DL101/Your first gradient"
     body = render_template("tokens.html", tokens=tokens, new_token=new_token, error=error, notice=notice,
+                           example=example,
                            service_url=request.host_url.rstrip("/"), limit=keys.PERSONAL_LIMIT,
                            wheel_url=client.wheel_url())
     # A token is on this page once: neither the browser nor anything between may keep it.

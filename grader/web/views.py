@@ -275,7 +275,7 @@ def submission(submission_id: str):
     held = courses.shown(shown.held_until, shown.course) if shown.held else None
     return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner, seen=shown,
                            tests=tests, pending=row.status in PENDING, held=held, held_count=shown.hidden_held,
-                           visible_points=shown.visible_points, shown_at=courses.shown)
+                           visible_points=shown.visible_points)
 
 
 @bp.get("/submissions/<submission_id>/status")
@@ -298,12 +298,25 @@ def my_submissions():
         best = best_scores(s, g.user.id)
         titles = {e.slug: e.title for e in s.scalars(select(Exercise))}
         held = held_ids(s, rows)
-    return render_template("submissions.html", submissions=rows, best=best, titles=titles, held=held)
+        course_of = courses_of(s, rows)
+    return render_template("submissions.html", submissions=rows, best=best, titles=titles, held=held,
+                           course_of=course_of)
+
+
+def courses_of(s, rows: list[Submission]) -> dict[int, Course]:
+    """The course of each assignment ``rows`` were made for, whose time they are shown in."""
+    ids = {row.assignment_id for row in rows if row.assignment_id is not None}
+    if not ids:
+        return {}
+    return dict(s.execute(select(Assignment.id, Course).join(Course, Course.id == Assignment.course_id)
+                          .where(Assignment.id.in_(ids))).all())
 
 
 # Reports stored before the engine escaped them, and the submitted source (bidi
 # overrides can make code read differently from what runs), show control characters escaped.
 bp.add_app_template_filter(shown, "shown")
+# A moment as a course reads it, with its zone (courses.shown): every time shown to its members.
+bp.add_app_template_global(courses.shown, "shown_at")
 
 
 # Where a report names a line of the graded source (a traceback's `File "submission.py",
