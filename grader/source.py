@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import symtable
 
+from grader.refusals import Refused
 from grader.settings import MAX_SOURCE_BYTES
 
 FILENAME = "submission.py"  # the graded source's name in tracebacks and reports
 _BOM = "\ufeff"
 
 
-class SourceError(ValueError):
+class SourceError(Refused):
     """A source no grader can take; ``code`` is machine-readable, the message says why.
 
     A ``syntax_error`` says where: ``line`` and ``column`` (1-based, in the source as
@@ -30,11 +31,7 @@ class SourceError(ValueError):
 
     def __init__(self, code: str, message: str, *, line: int | None = None, column: int | None = None,
                  reason: str | None = None):
-        super().__init__(message)
-        self.code, self.message = code, message
-        self.line, self.column, self.reason = line, column, reason
-        self.cell: int | None = None
-        self.cell_line: int | None = None
+        super().__init__(code, message, line=line, column=column, reason=reason, cell=None, cell_line=None)
 
     @property
     def where(self) -> dict:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
-from grader import db, submissions
+from grader import db, refusals, submissions
 from grader.accounts import keys
 from grader.api.openapi import ERROR_CODES
 from grader.cli import main
@@ -471,23 +471,18 @@ def test_every_reference_in_the_document_resolves(client):
             target = target[part]
 
 
-def test_every_error_code_in_the_code_is_documented():
-    sources = [*sorted((ROOT / "grader" / "api").glob("*.py")),
-               ROOT / "grader" / "accounts" / "keys.py", ROOT / "grader" / "submissions" / "__init__.py",
-               ROOT / "grader" / "source.py", ROOT / "grader" / "app.py",
-               ROOT / "grader" / "submissions" / "notebooks.py",
-               *(ROOT / "grader" / "courses" / f"{name}.py" for name in (
-                   "assignments", "counting", "fields", "roster", "rules", "regrades", "similarity"))]
+def test_every_refusal_the_code_raises_is_registered_with_its_status_and_documented():
+    """grader.refusals owns each code's status and words; the OpenAPI document lists them."""
     codes = set()
-    for source in sources:
+    for source in sorted((ROOT / "grader").rglob("*.py")):
         text = source.read_text(encoding="utf-8")
-        codes |= set(re.findall(r'(?:ApiError|SubmissionError|SourceError|KeyRefused|CourseError|Refusal)'
-                                r'\(\s*"(\w+)"', text))
+        codes |= set(re.findall(r'(?:ApiError|SubmissionError|SourceError|KeyRefused|TokenRefused|CourseError|'
+                                r'Refusal|Refused)\(\s*"(\w+)"', text))
         codes |= set(re.findall(r'\d{3}: "(\w+)"', text))
-    # A course found by its code: the API takes ids. An LMS course's roster: an API key's
-    # courses are its own, never an LMS's.
-    command_line_only = {"ambiguous_course", "lms_course"}
-    assert codes and codes - command_line_only <= set(ERROR_CODES), codes - command_line_only - set(ERROR_CODES)
+    assert len(codes) > 50 and codes <= set(refusals.CODES), codes - set(refusals.CODES)
+    assert ERROR_CODES == {code: kind.status for code, kind in refusals.CODES.items()}
+    with pytest.raises(LookupError, match="not a refusal code"):
+        refusals.Refused("made_up_code", "a code no registry knows")
 
 
 # ------------------------------------------------------------------ the command line

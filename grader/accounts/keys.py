@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import ApiKey, User
 from grader.db import now
+from grader.refusals import Refused
 
 SCOPES = ("exercises:read", "exercises:write", "submissions:read", "submissions:write", "courses:read", "courses:write",
           "grades:read", "grades:write")
@@ -31,12 +32,8 @@ PERSONAL_LIMIT = 10  # live tokens per user: enough for every machine a student 
 _KEY = re.compile(r"^gk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 
 
-class KeyRefused(Exception):
+class KeyRefused(Refused):
     """A bearer token that grants nothing; ``code`` says why (for the JSON error)."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass(frozen=True)
@@ -93,13 +90,9 @@ def revoke(session: Session, prefix: str) -> ApiKey | None:
 
 # ------------------------------------------------------------------ personal tokens
 
-class TokenRefused(Exception):
+class TokenRefused(Refused):
     """A personal token that cannot be made; ``code`` says why (the page words it in the
     reader's language), ``message`` in English."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 def personal(session: Session, user_id: int, name: str) -> tuple[ApiKey, str]:
@@ -114,7 +107,8 @@ def personal(session: Session, user_id: int, name: str) -> tuple[ApiKey, str]:
     session.execute(update(User).where(User.id == user_id).values(id=User.id))
     if len(personal_tokens(session, user_id)) >= PERSONAL_LIMIT:
         raise TokenRefused("too_many_tokens",
-                           f"you have {PERSONAL_LIMIT} tokens already: revoke one you no longer use first")
+                           f"you have {PERSONAL_LIMIT} tokens already: revoke one you no longer use first",
+                           n=PERSONAL_LIMIT)
     return create(session, PERSONAL_SCOPES, name=name, user_id=user_id)
 
 

@@ -82,13 +82,10 @@ def _created(payload: dict) -> Response:
 @requires("courses:write")
 def create_course():
     body = _fields(_json_body(), _COURSE_FIELDS, ("title", "code"))
-    try:
-        with get_db() as session:
-            course = courses.create_course(session, title=body["title"], code=body["code"],
-                                           time_zone=body.get("time_zone"), api_key_id=g.caller.key_id)
-            return _created(course_json(session, course))
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        course = courses.create_course(session, title=body["title"], code=body["code"],
+                                       time_zone=body.get("time_zone"), api_key_id=g.caller.key_id)
+        return _created(course_json(session, course))
 
 
 @bp.get("/courses/<int:course_id>")
@@ -113,29 +110,23 @@ def put_members(course_id: int):
         rows = body["members"]
         if not isinstance(rows, list):
             raise ApiError("wrong_type", "'members' must be an array of objects with user, name and role")
-    try:
-        with get_db() as session:
-            course = _course(session, course_id)
-            rows = courses.roster_rows(text) if rows is None else rows
-            result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name))
-            return jsonify(added=result.added, changed=result.changed,
-                           members=[{"user": who(u), "name": u.name, "role": role}
-                                    for u, role in courses.members(session, course)])
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        course = _course(session, course_id)
+        rows = courses.roster_rows(text) if rows is None else rows
+        result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name))
+        return jsonify(added=result.added, changed=result.changed,
+                       members=[{"user": who(u), "name": u.name, "role": role}
+                                for u, role in courses.members(session, course)])
 
 
 @bp.post("/courses/<int:course_id>/assignments")
 @requires("courses:write")
 def create_assignment(course_id: int):
     body = _fields(_json_body(), _ASSIGNMENT_FIELDS, ("exercise", "due_at"))
-    try:
-        with get_db() as session:
-            course = _course(session, course_id)
-            assignment = courses.create_assignment(session, course, **body)
-            return _created(assignment_json(assignment, course))
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        course = _course(session, course_id)
+        assignment = courses.create_assignment(session, course, **body)
+        return _created(assignment_json(assignment, course))
 
 
 @bp.get("/courses/<int:course_id>/gradebook")
@@ -158,18 +149,15 @@ def get_gradebook(course_id: int):
 @requires("grades:write")
 def grant_extension(assignment_id: int):
     body = _fields(_json_body(), ("user", "due_at", "extra_attempts", "reason"), ("user", "reason"))
-    try:
-        with get_db() as session:
-            assignment, course = _assignment(session, assignment_id)
-            extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
-                                                due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
-                                                reason=body["reason"], by=_by())
-            made = {"assignment": assignment.id, "user": body["user"],
-                    "due_at": courses.shown(extension.due_at, course) or None,
-                    "extra_attempts": extension.extra_attempts, "reason": extension.reason}
-            student_id = extension.user_id
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        assignment, course = _assignment(session, assignment_id)
+        extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
+                                            due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
+                                            reason=body["reason"], by=_by())
+        made = {"assignment": assignment.id, "user": body["user"],
+                "due_at": courses.shown(extension.due_at, course) or None,
+                "extra_attempts": extension.extra_attempts, "reason": extension.reason}
+        student_id = extension.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return _created(made)
 
@@ -178,17 +166,14 @@ def grant_extension(assignment_id: int):
 @requires("grades:write")
 def set_override(assignment_id: int):
     body = _fields(_json_body(), ("user", "score", "reason"), ("user", "score", "reason"))
-    try:
-        with get_db() as session:
-            assignment, course = _assignment(session, assignment_id)
-            override = courses.set_override(session, assignment, _user(session, body["user"]), score=body["score"],
-                                            reason=body["reason"], by=_by())
-            made = {"assignment": assignment.id, "user": body["user"], "score": override.score,
-                    "reason": override.reason, "set_by": override.set_by,
-                    "set_at": courses.shown(override.set_at, course)}
-            student_id = override.user_id
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        assignment, course = _assignment(session, assignment_id)
+        override = courses.set_override(session, assignment, _user(session, body["user"]), score=body["score"],
+                                        reason=body["reason"], by=_by())
+        made = {"assignment": assignment.id, "user": body["user"], "score": override.score,
+                "reason": override.reason, "set_by": override.set_by,
+                "set_at": courses.shown(override.set_at, course)}
+        student_id = override.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return _created(made)
 
@@ -208,12 +193,9 @@ def get_similarity(assignment_id: int):
     limit = request.args.get("limit", "100")
     if not (limit.isascii() and limit.isdigit() and int(limit) >= 1):
         raise ApiError("bad_request", "limit is a whole number of pairs, 1 or more")
-    try:
-        with get_db() as session:
-            assignment, _ = _assignment(session, assignment_id)
-            found = similarity.similar(session, assignment)
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        assignment, _ = _assignment(session, assignment_id)
+        found = similarity.similar(session, assignment)
     return jsonify({"assignment": assignment_id, "students": len(found.finals), "pairs_sharing_code": len(found.pairs),
                     "pairs": [{"similarity": round(p.similarity, 4), "a": _side_json(p.a, found.finals[p.a.key]),
                                "b": _side_json(p.b, found.finals[p.b.key])} for p in found.pairs[:int(limit)]]})
@@ -249,13 +231,10 @@ def _regrade(session, regrade_id: int):
 @bp.post("/assignments/<int:assignment_id>/regrades")
 @requires("grades:write")
 def start_regrade(assignment_id: int):
-    try:
-        with get_db() as session:
-            assignment, course = _assignment(session, assignment_id)
-            regrade = regrades.start(session, assignment, by=_by())
-            regrade_id = regrade.id
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        assignment, course = _assignment(session, assignment_id)
+        regrade = regrades.start(session, assignment, by=_by())
+        regrade_id = regrade.id
     with get_db() as session:  # committed: now the workers may look for it
         regrade = session.get(Regrade, regrade_id)
         regrades.send(session, regrade)
@@ -301,12 +280,9 @@ def get_regrade(regrade_id: int):
 @bp.post("/regrades/<int:regrade_id>/publish")
 @requires("grades:write")
 def publish_regrade(regrade_id: int):
-    try:
-        with get_db() as session:
-            regrade, course = _regrade(session, regrade_id)
-            announced = regrades.publish(session, regrade)
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        regrade, course = _regrade(session, regrade_id)
+        announced = regrades.publish(session, regrade)
     regrades.announce(announced)
     with get_db() as session:
         return jsonify(regrade_json(session, session.get(Regrade, regrade_id), course))
@@ -315,13 +291,10 @@ def publish_regrade(regrade_id: int):
 @bp.post("/regrades/<int:regrade_id>/discard")
 @requires("grades:write")
 def discard_regrade(regrade_id: int):
-    try:
-        with get_db() as session:
-            regrade, course = _regrade(session, regrade_id)
-            regrades.discard(session, regrade)
-            return jsonify(regrade_json(session, regrade, course))
-    except courses.CourseError as exc:
-        raise ApiError(exc.code, exc.message) from None
+    with get_db() as session:
+        regrade, course = _regrade(session, regrade_id)
+        regrades.discard(session, regrade)
+        return jsonify(regrade_json(session, regrade, course))
 
 
 # ------------------------------------------------------------------ where the class is stuck

@@ -7,31 +7,11 @@ in step (every route documented with its methods, every documented path routed).
 from __future__ import annotations
 
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
+from grader.refusals import CODES
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
 
-# Every error code the API answers with, and its HTTP status.
-ERROR_CODES = {
-    "missing_api_key": 401, "invalid_api_key": 401, "api_key_revoked": 401,
-    "insufficient_scope": 403, "exercise_not_yours": 403,
-    "not_found": 404, "exercise_not_found": 404, "submission_not_found": 404, "webhook_not_found": 404,
-    "practice_run_not_found": 404,
-    "course_not_found": 404, "assignment_not_found": 404, "regrade_not_found": 404, "check_not_found": 404,
-    "method_not_allowed": 405,
-    "body_not_utf8": 400, "malformed_json": 400, "bad_request": 400,
-    "request_too_large": 413, "source_too_large": 413, "notebook_too_large": 413,
-    "unsupported_media_type": 415,
-    "invalid_url": 422,
-    "invalid_body": 422, "unknown_field": 422, "missing_field": 422, "wrong_type": 422, "invalid_user": 422,
-    "unknown_exercise": 422, "source_empty": 422, "source_not_utf8": 422, "source_invalid": 422,
-    "notebook_invalid": 422, "syntax_error": 422,
-    "invalid_course": 422, "invalid_roster": 422, "invalid_assignment": 422, "invalid_extension": 422,
-    "not_a_member": 422, "invalid_regrade": 422, "invalid_bundle": 422,
-    "too_many_students": 422, "sources_too_large": 422, "starter_unavailable": 422,  # similar submissions
-    "not_open": 409, "closed": 409, "no_attempts_left": 409,
-    "rate_limited": 429, "too_many_new_users": 429, "cooling_down": 429, "too_many_checks": 429,
-    "internal_error": 500, "workers_unreachable": 503,
-    "http_error": 400,  # any other HTTP error, with its own status
-}
+# Every error code the API answers with, and its HTTP status: grader.refusals owns both.
+ERROR_CODES = {code: kind.status for code, kind in CODES.items()}
 
 
 def _ref(name: str) -> dict:

@@ -24,7 +24,8 @@ from grader import courses
 from grader.accounts.models import User
 from grader.courses.models import Assignment, Course
 from grader.db import now
-from grader.api.openapi import ERROR_CODES, document
+from grader.api.openapi import document
+from grader.refusals import Refused
 from grader.extensions import bearer, get_db, limiter, one_at_a_time, verified_bearer
 from grader.submissions import notebooks
 from grader.submissions.models import Submission, SubmissionStatus
@@ -43,15 +44,18 @@ _SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user", "p
 _USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
-class ApiError(Exception):
+class ApiError(Refused):
     """A request the API refuses; rendered as {"error": {"code", "message"}} with the
-    code's status (openapi.ERROR_CODES, which the document publishes). ``where`` adds the
+    code's status (grader.refusals, which the OpenAPI document publishes). ``where`` adds the
     place of a ``syntax_error`` to that object: line, column (a notebook's cell, cell_line)."""
 
     def __init__(self, code: str, message: str, headers: dict | None = None, where: dict | None = None):
-        super().__init__(message)
-        self.status = ERROR_CODES.get(code, 422)  # a new SubmissionError code is a bad submission
-        self.code, self.message, self.headers, self.where = code, message, headers or {}, where or {}
+        super().__init__(code, message, headers=headers or {}, where=where or {})
+
+    @classmethod
+    def of(cls, refusal: Refused, headers: dict | None = None) -> "ApiError":
+        """The API's answer to a refusal of the domain: its code, message and where."""
+        return cls(refusal.code, refusal.message, headers, getattr(refusal, "where", None))
 
 
 def error_response(status: int, code: str, message: str, headers: dict | None = None, where: dict | None = None):
@@ -61,9 +65,12 @@ def error_response(status: int, code: str, message: str, headers: dict | None = 
     return response
 
 
-@bp.errorhandler(ApiError)
-def _api_error(exc: ApiError):
-    return error_response(exc.status, exc.code, exc.message, exc.headers, exc.where)
+@bp.errorhandler(Refused)
+def _refused(exc: Refused):
+    """Any refusal an API view lets through (the domain's own, or the API's): its code's
+    status, its code and message, and where a syntax error is."""
+    return error_response(exc.status, exc.code, exc.message, getattr(exc, "headers", None),
+                          getattr(exc, "where", None))
 
 
 def requires(scope: str):

@@ -40,16 +40,11 @@ def submit(session: Session, *, user: User, assignment: Assignment, source) -> S
     submissions.check_source(source)  # first: a source that does not parse spends no attempt
     try:
         require_member(session, assignment, user)
-    except CourseError as exc:
-        raise submissions.SubmissionError(exc.code, exc.message) from None
-    rules = rules_of(assignment, extension_of(session, assignment, user.id))
-    made = _attempts(session, assignment, user.id)
-    try:
+        rules = rules_of(assignment, extension_of(session, assignment, user.id))
+        made = _attempts(session, assignment, user.id)
         course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
-    except Refusal as refusal:
-        error = submissions.SubmissionError(refusal.code, refusal.message)
-        error.reopens_at = refusal.reopens_at
-        raise error from None
+    except (CourseError, Refusal) as refusal:  # to the ways in, a submission refused, details and all
+        raise submissions.SubmissionError(refusal.code, refusal.message, **refusal.details) from None
     return submissions.create(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
                               assignment_id=assignment.id, version=assignment.exercise_version)
 
@@ -60,8 +55,8 @@ def practice(session: Session, *, user: User, assignment: Assignment, source) ->
     submissions.check_source(source)  # first, as submit()
     try:
         require_member(session, assignment, user)
-    except CourseError as exc:
-        raise submissions.SubmissionError(exc.code, exc.message) from None
+    except CourseError as refusal:
+        raise submissions.SubmissionError(refusal.code, refusal.message, **refusal.details) from None
     return practice_runs.start(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
                                assignment_id=assignment.id, version=assignment.exercise_version)
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from grader.refusals import Refused
 
-class CourseError(ValueError):
-    """A course change that cannot be made; ``code`` is machine-readable."""
 
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
+class CourseError(Refused):
+    """A course change that cannot be made (a grader.refusals code, its message, details)."""
 
 
 def text(value, what: str, limit: int, *, required: bool = True) -> str:

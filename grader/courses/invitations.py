@@ -33,18 +33,22 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
+def _invalid(message: str) -> CourseError:
+    """A link that cannot be made; its words for people say the limits."""
+    return CourseError("invalid_invitation", message, days=MAX_DAYS, uses=MAX_USES)
+
+
 def _whole(value, what: str, low: int, high: int, *, optional: bool = False) -> int | None:
     if value is None or value == "":
         if optional:
             return None
-        raise CourseError("invalid_invitation", f"{what} is required")
+        raise _invalid(f"{what} is required")
     try:
         number = int(str(value).strip())
     except ValueError:
         number = None
     if number is None or not low <= number <= high:
-        raise CourseError("invalid_invitation", f"{what} must be a whole number from {low} to {high}, "
-                                                f"not {str(value)[:20]!r}")
+        raise _invalid(f"{what} must be a whole number from {low} to {high}, not {str(value)[:20]!r}")
     return number
 
 
@@ -53,12 +57,12 @@ def create(session: Session, course: Course, *, role, days, max_uses=None, by: s
     require_local(course)
     role = str(role or MemberRole.STUDENT).strip().lower()
     if role not in INVITED_ROLES:
-        raise CourseError("invalid_invitation", f"an invitation makes a student or a ta, not {role[:20]!r}")
+        raise _invalid(f"an invitation makes a student or a ta, not {role[:20]!r}")
     days = _whole(days, "the days the link is valid", 1, MAX_DAYS)
     max_uses = _whole(max_uses, "the number of uses", 1, MAX_USES, optional=True)
     if len(open_ones(session, course)) >= MAX_OPEN:
         raise CourseError("too_many_invitations", f"the course has {MAX_OPEN} open invitation links: revoke "
-                                                  "one you no longer need first")
+                                                  "one you no longer need first", n=MAX_OPEN)
     token = secrets.token_urlsafe(24)
     row = Invitation(course_id=course.id, token_hash=_hash(token), prefix=token[:8], role=role,
                      expires_at=now() + timedelta(days=days), max_uses=max_uses, uses=0, created_by=by[:200])

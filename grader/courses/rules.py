@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from grader.refusals import Refused
+
 LATE_POLICIES = ("none", "per_day", "per_hour")  # what a late submission loses: nothing, or a percentage per unit
 COUNTS = ("best", "latest")                      # which attempt counts
 FEEDBACK = ("immediate", "after_due")             # when hidden tests' results are shown
@@ -43,12 +45,11 @@ class Rules:
         return rules
 
 
-class Refusal(Exception):
+class Refusal(Refused):
     """Why a submission is not accepted now, and when it will be (``reopens_at``), if ever."""
 
-    def __init__(self, code: str, message: str, reopens_at: datetime | None = None):
-        super().__init__(message)
-        self.code, self.message, self.reopens_at = code, message, reopens_at
+    def __init__(self, code: str, message: str, reopens_at: datetime | None = None, **details):
+        super().__init__(code, message, reopens_at=reopens_at, **details)
 
 
 def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at: datetime | None) -> None:
@@ -58,7 +59,7 @@ def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at:
     if now > rules.closes_at:
         raise Refusal("closed", "this assignment is closed: no more submissions are accepted")
     if rules.attempts is not None and attempts_used >= rules.attempts:
-        raise Refusal("no_attempts_left", f"all {rules.attempts} attempts are used")
+        raise Refusal("no_attempts_left", f"all {rules.attempts} attempts are used", n=rules.attempts)
     if last_attempt_at is not None and rules.cooldown and now < last_attempt_at + rules.cooldown:
         raise Refusal("cooling_down", "the next attempt is allowed after a pause",
                       reopens_at=last_attempt_at + rules.cooldown)

@@ -253,12 +253,14 @@ def finals(session: Session, assignment: Assignment) -> list[Final]:
         chosen.append((user, next((r for r in rows if r.id == counts), rows[-1])))
     if len(chosen) > MAX_STUDENTS:
         raise CourseError("too_many_students", f"{len(chosen)} students have a graded submission to this assignment; "
-                                               f"similar submissions are compared for at most {MAX_STUDENTS}")
+                                               f"similar submissions are compared for at most {MAX_STUDENTS}",
+                          n=MAX_STUDENTS)
     ids = [row.id for _, row in chosen]
     size = session.scalar(select(func.sum(func.length(Submission.source))).where(Submission.id.in_(ids))) or 0
     if size > MAX_CHARACTERS:
         raise CourseError("sources_too_large", f"the final submissions to this assignment hold {size} characters in "
-                                               f"all; similar submissions are compared for at most {MAX_CHARACTERS}")
+                                               f"all; similar submissions are compared for at most {MAX_CHARACTERS}",
+                          n=f"{MAX_CHARACTERS:,}")
     sources = {key: text for key, text in session.execute(select(Submission.id, Submission.source)
                                                              .where(Submission.id.in_(ids)))}
     return [Final(user, row.id, row.created_at, sources[row.id]) for user, row in chosen]

@@ -17,6 +17,7 @@ from grader import source as source_rules
 from grader.tasks import queue_for, send_task
 from grader.accounts.models import Role, User
 from grader.catalog import is_slug
+from grader.refusals import Refused
 from grader.catalog.models import Exercise
 from grader.db import now
 from grader import metrics
@@ -30,12 +31,8 @@ GRADE_TASK = "grader.grade_submission"
 QUEUE_DEADLINE = timedelta(minutes=10)
 
 
-class SubmissionError(ValueError):
-    """A submission that cannot be accepted; ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
+class SubmissionError(Refused):
+    """A submission that cannot be accepted (a grader.refusals code, its message, details)."""
 
 
 def check_source(source: str | bytes | Notebook) -> str:
@@ -49,9 +46,7 @@ def check_source(source: str | bytes | Notebook) -> str:
             return source.converted().source
         return source_rules.check(source)
     except source_rules.SourceError as exc:
-        error = SubmissionError(exc.code, exc.message)
-        error.where, error.reason = exc.where, exc.reason
-        raise error from None
+        raise SubmissionError(exc.code, exc.message, where=exc.where, reason=exc.reason) from None
 
 
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,

@@ -28,7 +28,7 @@ from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
 from grader.web import bp, errors
 from grader.web.auth import login_required
-from grader.web.render import markdown_html
+from grader.web.render import markdown_html, refused_words
 from grader.web.views import _error_text, editor_start, held_ids, limit_submissions, posted_source, statement
 
 
@@ -111,16 +111,12 @@ def why(counted, course: Course, override=None) -> str:
     return text
 
 
-def refusal_text(refusal, course: Course, rules) -> str:
-    texts = {
-        "not_open": lambda: _("This assignment opens at %(when)s.", when=courses.shown(refusal.reopens_at, course)),
-        "closed": lambda: _("This assignment is closed: submissions are no longer accepted."),
-        "no_attempts_left": lambda: _("You have used all %(n)d attempts.", n=rules.attempts or 0),
-        "cooling_down": lambda: _("Wait until %(when)s before your next attempt.",
-                                  when=courses.shown(refusal.reopens_at, course)),
-        "not_a_member": lambda: _("You are not a member of this course."),
-    }
-    return texts.get(refusal.code, lambda: refusal.message)()
+def refusal_text(refusal, course: Course) -> str:
+    """An assignment's refusal in words, its times in the course's zone."""
+    if refusal.code == "syntax_error":
+        return _error_text(refusal)
+    reopens = getattr(refusal, "reopens_at", None)
+    return refused_words(refusal, **({"when": courses.shown(reopens, course)} if reopens else {}))
 
 
 def may_create_courses() -> bool:
@@ -196,9 +192,7 @@ def course_roster(course_id: int):
             course = instructor_course(s, course_id)
             result = courses.import_roster(s, course, courses.roster_rows(text))
     except courses.CourseError as exc:
-        message = _("An LMS course's members come from the LMS: its launches and its roster.") \
-            if exc.code == "lms_course" else exc.message
-        return _course_page(course_id, error=message, status=422)
+        return _course_page(course_id, error=refused_words(exc), status=exc.status)
     notice = _("%(added)d members added, %(changed)d roles changed.", added=len(result.added),
                changed=len(result.changed))
     if result.new_accounts:
@@ -287,14 +281,8 @@ def assignment_submit(assignment_id: int):
             submission_id, device, slug = row.id, row.exercise.device, row.exercise_slug
     except submissions.SubmissionError as exc:
         with get_db() as s:  # the refusal in words, and nothing typed is lost
-            assignment, course, _role = _assignment(s, assignment_id)
-            rules = courses.rules_of(assignment, courses.extension_of(s, assignment, g.user.id))
-        message = (refusal_text(exc, course, rules) if exc.code in ("not_open", "closed", "no_attempts_left",
-                                                                      "cooling_down", "not_a_member")
-                   else _error_text(exc))
-        return _assignment_page(assignment_id, source=kept, error=message,
-                               status=409 if exc.code in ("not_open", "closed", "no_attempts_left") else
-                               429 if exc.code == "cooling_down" else 422)
+            _assignment_row, course, _role = _assignment(s, assignment_id)
+        return _assignment_page(assignment_id, source=kept, error=refusal_text(exc, course), status=exc.status)
     submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 

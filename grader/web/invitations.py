@@ -18,37 +18,10 @@ from grader.courses.roster import role_in
 from grader.extensions import get_db, limiter
 from grader.web import bp
 from grader.web.auth import login_required, sign_in
+from grader.web.render import refused_words
 from grader.web.courses import _course_page, instructor_course
 
 log = logging.getLogger(__name__)
-
-GONE = ("invitation_revoked", "invitation_expired", "invitation_used_up")
-
-
-def _status(exc: CourseError) -> int:
-    """410 for a link that was good once, 404 for one that never was."""
-    return 410 if exc.code in GONE else 404
-
-
-def refusal(exc: CourseError) -> str:
-    """An invitation's refusal in the reader's language."""
-    texts = {
-        "unknown_invitation": lambda: _("This invitation link is not one of this grader's. Check that it was "
-                                        "copied whole."),
-        "invitation_revoked": lambda: _("This invitation link was withdrawn by the course's instructor. Ask "
-                                        "them for a new one."),
-        "invitation_expired": lambda: _("This invitation link has expired. Ask the course's instructor for a "
-                                        "new one."),
-        "invitation_used_up": lambda: _("This invitation link has been used as many times as it allows. Ask "
-                                        "the course's instructor for a new one."),
-        "lms_course": lambda: _("An LMS course's members come from the LMS, not from invitation links."),
-        "invalid_invitation": lambda: _("A link is valid for 1 to %(days)d days and %(uses)d uses at most "
-                                        "(empty: any number), and makes a student or a TA.",
-                                        days=invitations.MAX_DAYS, uses=invitations.MAX_USES),
-        "too_many_invitations": lambda: _("The course has %(n)d open invitation links: revoke one you no longer "
-                                          "need first.", n=invitations.MAX_OPEN),
-    }
-    return texts.get(exc.code, lambda: exc.message)()
 
 
 # ------------------------------------------------------------------ the instructor's side
@@ -64,7 +37,7 @@ def invitation_create(course_id: int):
                                             max_uses=form.get("max_uses"), by=g.user.email or g.user.name)
             prefix, role = row.prefix, row.role
     except CourseError as exc:
-        return _course_page(course_id, error=refusal(exc), status=422)
+        return _course_page(course_id, error=refused_words(exc), status=exc.status)
     log.info("invitation link %s… to course %s (%s) made by user %s", prefix, course_id, role, g.user.id)
     link = url_for("web.join", token=token, _external=True)
     page, status = _course_page(course_id, new_link=link, status=201)
@@ -78,7 +51,7 @@ def invitation_revoke(course_id: int, invitation_id: int):
         with get_db() as s:
             invitations.revoke(s, instructor_course(s, course_id), invitation_id)
     except CourseError as exc:
-        return _course_page(course_id, error=refusal(exc), status=404)
+        return _course_page(course_id, error=refused_words(exc), status=exc.status)
     log.info("invitation %s of course %s revoked by user %s", invitation_id, course_id, g.user.id)
     return redirect(url_for("web.course_page", course_id=course_id, _anchor="invitations-heading"), code=303)
 
@@ -91,8 +64,8 @@ def _page(token: str, *, error: str | None = None, form=None, status: int = 200)
         try:
             row, course = invitations.find(s, token)
         except CourseError as exc:
-            return render_template("courses/join.html", refused=refusal(exc), token=token), \
-                _status(exc)
+            return render_template("courses/join.html", refused=refused_words(exc), token=token), \
+                exc.status
         member_role = role_in(s, course, g.user) if g.user is not None else None
         return render_template("courses/join.html", refused=None, course=course, role=row.role, token=token,
                                member_role=member_role, error=error, form=form or {},
@@ -112,7 +85,7 @@ def join_accept(token: str):
             course, role, joined = invitations.accept(s, token, s.get(User, g.user.id))
             course_id = course.id
     except CourseError as exc:
-        return _page(token, error=refusal(exc), status=_status(exc))
+        return _page(token, error=refused_words(exc), status=exc.status)
     if joined:
         log.info("user %s joined course %s as %s through an invitation link", g.user.id, course_id, role)
     return redirect(url_for("web.course_page", course_id=course_id), code=303)
@@ -138,7 +111,7 @@ def join_signup(token: str):
             course, role, _joined = invitations.accept(s, token, user)
             course_id, user_id = course.id, user.id
     except CourseError as exc:
-        return _page(token, error=refusal(exc), status=_status(exc))
+        return _page(token, error=refused_words(exc), status=exc.status)
     except users.AccountError as exc:
         return _page(token, error=_account_refusal(exc), form=kept, status=422)
     except IntegrityError:  # the same address, made a moment ago by another request

@@ -47,7 +47,7 @@ def practice_start(slug: str):
             run = runs.start(s, user=g.user, exercise_slug=slug, source=source)
             run_id, device = run.id, run.exercise.device
     except submissions.SubmissionError as exc:
-        return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
+        return _exercise_page(slug, source=kept, error=_error_text(exc), status=exc.status)
     runs.send(run_id, device)  # only now: committed
     return redirect(url_for("web.practice_run", run_id=run_id), code=303)
 
@@ -67,7 +67,7 @@ def assignment_practice(assignment_id: int):
             run = courses.practice(s, user=g.user, assignment=assignment, source=source)
             run_id, device = run.id, run.exercise.device
     except submissions.SubmissionError as exc:
-        return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=422)
+        return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=exc.status)
     runs.send(run_id, device)
     return redirect(url_for("web.practice_run", run_id=run_id), code=303)
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import markdown
 import nh3
+from flask_babel import gettext
 from markupsafe import Markup
+
+from grader import refusals
 
 # What a statement may contain once rendered; anything else (script, style, event
 # handlers, javascript: links) is removed, whoever wrote the Markdown.
@@ -49,3 +52,16 @@ def localized_tests(report: dict, lang: str) -> list[dict]:
                       "message": local.get("message") or test.get("message"),
                       "hint": local.get("hint") or test.get("hint")})
     return tests
+
+
+def refused_words(refusal: refusals.Refused, **values) -> str:
+    """A refusal in the reader's language: its code's words (grader.refusals) with the
+    refusal's details and the page's ``values`` (times in the course's zone, say); the
+    English message where the code has no words, or its words need what is not given."""
+    words, params = refusals.words(refusal)
+    if words is None:
+        return refusal.message
+    try:
+        return gettext(words, **{**params, **values})
+    except (KeyError, TypeError, ValueError):
+        return refusal.message

@@ -16,25 +16,11 @@ from grader.extensions import get_db
 from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import login_required
+from grader.web.render import refused_words
 from grader.web.courses import _assignment, _staff
 
 SHOWN_PAIRS = 100  # the most similar; the rest share less and are counted
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
-
-
-def refusal(exc: courses.CourseError) -> str:
-    texts = {
-        "too_many_students": lambda: _("More than %(n)d students have a graded submission to this assignment; "
-                                       "similar submissions are compared for at most %(n)d students at a time.",
-                                       n=similarity.MAX_STUDENTS),
-        "sources_too_large": lambda: _("The final submissions to this assignment hold more than %(n)s characters of "
-                                       "code in all; similar submissions are compared for at most that much.",
-                                       n="{:,}".format(similarity.MAX_CHARACTERS)),
-        "starter_unavailable": lambda: _("The starter code of the exercise version this assignment uses is no longer "
-                                         "kept, so code that came with the exercise cannot be told apart from code "
-                                         "students share."),
-    }
-    return texts.get(exc.code, lambda: exc.message)()
 
 
 def _staff_assignment(s, assignment_id: int):
@@ -54,7 +40,7 @@ def assignment_similarity(assignment_id: int):
         try:
             found = similarity.similar(s, assignment)
         except courses.CourseError as exc:
-            error = refusal(exc)
+            error = refused_words(exc)
     return render_template("courses/similarity.html", assignment=assignment, course=course, found=found,
                            pairs=found.pairs[:SHOWN_PAIRS] if found else [], error=error, who=who,
                            shown=courses.shown), 422 if error else 200
@@ -79,7 +65,7 @@ def similarity_pair(assignment_id: int, a_id: str, b_id: str):
             pair = similarity.compare(s, assignment, *rows)
         except courses.CourseError as exc:
             return render_template("courses/similarity.html", assignment=assignment, course=course, found=None,
-                                   pairs=[], error=refusal(exc), who=who, shown=courses.shown), 422
+                                   pairs=[], error=refused_words(exc), who=who, shown=courses.shown), 422
         sides = [{"user": row.user, "submission": row, "side": side,
                   "segments": similarity.segments(row.source, side.regions)}
                  for row, side in zip(rows, (pair.a, pair.b))]

@@ -14,6 +14,7 @@ from grader.courses.models import Assignment, Course, CourseMember
 from grader.extensions import get_db
 from grader.web import bp, client
 from grader.web.auth import login_required
+from grader.web.render import refused_words
 
 
 def _page(*, new_token: str | None = None, error: str | None = None, notice: str | None = None,
@@ -46,17 +47,8 @@ def token_create():
         with get_db() as s:
             _row, token = keys.personal(s, g.user.id, request.form.get("name", ""))
     except keys.TokenRefused as exc:
-        return _page(error=_refusal(exc.code), status=422)
+        return _page(error=refused_words(exc), status=exc.status)
     return _page(new_token=token, status=201)
-
-
-def _refusal(code: str) -> str:
-    """keys.TokenRefused's reason in the reader's language."""
-    if code == "token_unnamed":
-        return _('Name the token (where you will use it, say "laptop" or "Colab").')
-    if code == "token_name_too_long":
-        return _("A token's name is at most 100 characters.")
-    return _("You have %(n)d tokens already: revoke one you no longer use first.", n=keys.PERSONAL_LIMIT)
 
 
 @bp.post("/account/tokens/<prefix>/revoke")

@@ -21,12 +21,12 @@ from grader.courses import access
 from grader.courses.models import Assignment, Course, CourseMember
 from grader.escapes import shown
 from grader.extensions import get_db, limiter, one_at_a_time
-from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
+from grader.settings import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
 from grader.submissions import notebooks
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.web import bp, errors
 from grader.web.auth import login_required
-from grader.web.render import localized_tests, markdown_html
+from grader.web.render import localized_tests, markdown_html, refused_words
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def submit(slug: str):
             row = submissions.create(s, user=g.user, exercise_slug=slug, source=source)
             submission_id, device = row.id, row.exercise.device
     except submissions.SubmissionError as exc:
-        return _exercise_page(slug, source=kept, error=_error_text(exc), status=422)
+        return _exercise_page(slug, source=kept, error=_error_text(exc), status=exc.status)
     submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))  # only now: committed
     return redirect(url_for("web.submission", submission_id=submission_id), code=303)
 
@@ -221,19 +221,8 @@ def _download(text: str, name: str):
 
 
 def _error_text(exc: submissions.SubmissionError) -> str:
-    if exc.code == "syntax_error":
-        return _syntax_error_text(exc)
-    known = {
-        "source_empty": _("Your submission is empty: paste your code or choose a .py file."),
-        "source_too_large": _("Your submission is larger than %(limit)d KiB.", limit=MAX_SOURCE_BYTES // 1024),
-        "source_not_utf8": _("Your file is not UTF-8 text. Save it as UTF-8 and upload it again."),
-        "source_invalid": _("Your submission contains a NUL character."),
-        "notebook_invalid": _("Your notebook cannot be graded: %(why)s.", why=exc.message),
-        "notebook_too_large": _("Your notebook is larger than %(limit)d KiB or has more than %(cells)d cells. "
-                                "Clear its outputs and upload it again.",
-                                limit=MAX_NOTEBOOK_BYTES // 1024, cells=MAX_NOTEBOOK_CELLS),
-    }
-    return known.get(exc.code, exc.message)
+    """A submission refused, in the reader's language (grader.refusals' words)."""
+    return _syntax_error_text(exc) if exc.code == "syntax_error" else refused_words(exc)
 
 
 def _syntax_error_text(exc: submissions.SubmissionError) -> str:
@@ -245,8 +234,7 @@ def _syntax_error_text(exc: submissions.SubmissionError) -> str:
                  "Nothing was submitted; no attempt was used.", cell=where["cell"], line=where["cell_line"],
                  why=why)
     if "line" in where:
-        return _("Your code has a syntax error on line %(line)d: %(why)s. Nothing was submitted; "
-                 "no attempt was used.", line=where["line"], why=why)
+        return refused_words(exc, line=where["line"], reason=why)
     return _("Your code is nested too deeply to be read. Nothing was submitted; no attempt was used.")
 
 

@@ -255,7 +255,7 @@ def test_a_token_opens_no_page_of_the_site(site, ada):
 # ------------------------------------------------------------------ what a token reaches
 
 PERSONAL_ROUTES = {"api.create_submission", "api.get_submission", "api.get_practice_run",
-                   "api.create_webhook", "api.delete_webhook"}
+                   "api.list_assignments", "api.create_webhook", "api.delete_webhook"}
 
 
 def _routes(app):
