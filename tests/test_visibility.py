@@ -306,3 +306,21 @@ def test_the_assignments_a_token_lists_hold_the_score_that_counts_as_the_site_do
     classmate = {"Authorization": f"Bearer {world['tokens']['classmate']}"}
     assert [a["attempts_used"] for a in api.get("/api/v1/assignments", headers=classmate).get_json()["assignments"]] \
         == [0]  # Bo's own standing, never Ada's
+
+
+# ------------------------------------------------------------------ one way code is handed in
+
+def test_code_is_handed_in_through_the_course_core_alone():
+    """Storing a submission or practice run, and sending it to the workers, is
+    courses.take's alone: a surface that stores or sends one itself would skip the source
+    check, the rules or the commit-before-send order."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "grader"
+    storing = re.compile(r"\b(submissions\.create|submissions\.send|runs\.start|runs\.send|practice_runs\.start|"
+                         r"courses\.submit|courses\.practice|counting\.submit|counting\.practice)\(")
+    allowed = {root / "courses" / "taking.py", root / "courses" / "counting.py"}
+    found = {f"{path.relative_to(root)}:{number}" for path in root.rglob("*.py") if path not in allowed
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if storing.search(line) and not line.lstrip().startswith(("def ", "#"))}
+    assert not found, f"code handed in outside courses.take: {sorted(found)}"

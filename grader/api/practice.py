@@ -1,51 +1,22 @@
 """/api/v1 practice runs: ``"practice": true`` in POST /submissions runs the source against
 the exercise's visible tests alone, through the same queue and sandbox, counted for nothing
-(no best score, no attempt, no gradebook, LMS or webhook); GET /practice-runs/<id> follows
-it. They are limited per user apart from submissions (GRADER_PRACTICE_RATE_LIMIT)."""
+(no best score, no attempt, no gradebook, LMS or webhook), taken as a submission is
+(courses.take); GET /practice-runs/<id> follows it. They are limited per user apart from submissions (GRADER_PRACTICE_RATE_LIMIT)."""
 
 from __future__ import annotations
 
 import re
 
-from flask import g, jsonify, url_for
-from sqlalchemy.exc import IntegrityError
+from flask import g, jsonify
 
 from grader import submissions
-from grader.api.views import ApiError, _own_assignment, bp, caller_user, requires
-from grader import courses
+from grader.api.views import ApiError, bp, requires
 from grader.extensions import get_db
 from grader.submissions import notebooks
 from grader.submissions import practice as runs
-from grader.submissions.models import PracticeRun, SubmissionStatus
+from grader.submissions.models import PracticeRun
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-
-
-def start(target: str | int, source, user: str):
-    """The 202 of a practice run started for ``user`` of this key (views.create_submission)."""
-    def store() -> tuple[str, str]:
-        with get_db() as session:
-            owner = caller_user(session, user)
-            if isinstance(target, int):
-                run = courses.practice(session, user=owner, assignment=_own_assignment(session, target),
-                                           source=source)
-            else:
-                run = runs.start(session, user=owner, exercise_slug=target, source=source)
-            return run.id, run.exercise.device
-
-    try:
-        submissions.check_source(source)  # before the database is touched, as a submission's
-        try:
-            run_id, device = store()
-        except IntegrityError:  # two first requests of one new user at once: now it exists
-            run_id, device = store()
-    except submissions.SubmissionError as exc:
-        raise ApiError(exc.code, exc.message, where=getattr(exc, "where", None)) from None
-    runs.send(run_id, device)  # only now: the row is committed
-    url = url_for("api.get_practice_run", run_id=run_id, _external=True)
-    response = jsonify(id=run_id, url=url, status=SubmissionStatus.QUEUED, practice=True)
-    response.status_code, response.headers["Location"] = 202, url
-    return response
 
 
 @bp.get("/practice-runs/<run_id>")

@@ -15,7 +15,6 @@ import re
 
 from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from grader import submissions, webhooks
 from grader.accounts import keys
@@ -225,58 +224,45 @@ def create_submission():
     body = _json_body()
     target, source, user = _submission_fields(body)
     user = _check_user(user)
-    if body.get("practice") is True:
-        if isinstance(source, str) and not _is_text(source):
-            raise ApiError("source_not_utf8", "the source contains an unpaired surrogate")
-        if isinstance(target, str) and not is_slug(target):
-            raise ApiError("unknown_exercise", f"there is no exercise {target[:100]!r}")
-        from grader.api import practice  # its module adds routes to this blueprint: imported after it
+    practice_run = body.get("practice") is True
+    if isinstance(source, str) and not _is_text(source):
+        raise ApiError("source_not_utf8", "the source contains an unpaired surrogate")
+    if isinstance(target, str) and not is_slug(target):
+        raise ApiError("unknown_exercise", f"there is no exercise {target[:100]!r}")
+    key_id = g.caller.key_id
 
-        return practice.start(target, source, user)
+    def webhook_link(session, row) -> None:  # the key's webhooks hear of the grade
+        session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=key_id))
+
     try:
-        if isinstance(source, str) and not _is_text(source):
-            raise submissions.SubmissionError("source_not_utf8", "the source contains an unpaired surrogate")
-        submissions.check_source(source)  # before the database is touched at all: a syntax error costs nothing
-        if isinstance(target, str) and not is_slug(target):
-            raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {target[:100]!r}")
-        submission_id, device, slug = _store(target, source, user)
-    except submissions.SubmissionError as exc:
-        retry = getattr(exc, "retry_after", None)
-        reopens = getattr(exc, "reopens_at", None)
-        if reopens is not None:
-            retry = max(1, math.ceil((reopens - now()).total_seconds()))
-            exc.message += f"; it reopens at {reopens.isoformat(timespec='seconds')}"
-        raise ApiError(exc.code, exc.message, {"Retry-After": str(retry)} if retry else None,
-                       getattr(exc, "where", None)) from None
-    submissions.send(submission_id, device, exercise=slug, way="api")  # only now: the row is committed
-    url = url_for("api.get_submission", submission_id=submission_id, _external=True)
-    response = jsonify(id=submission_id, url=url, status=SubmissionStatus.QUEUED)
+        taken = courses.take(get_db, who=lambda session: caller_user(session, user), source=source,
+                             target=lambda session: _own_assignment(session, target) if isinstance(target, int)
+                             else target, practice_run=practice_run, way="api",
+                             also=None if practice_run else webhook_link)
+    except Refused as exc:
+        raise _when_to_retry(exc) from None
+    if practice_run:
+        url = url_for("api.get_practice_run", run_id=taken.id, _external=True)
+        response = jsonify(id=taken.id, url=url, status=SubmissionStatus.QUEUED, practice=True)
+    else:
+        url = url_for("api.get_submission", submission_id=taken.id, _external=True)
+        response = jsonify(id=taken.id, url=url, status=SubmissionStatus.QUEUED)
     response.status_code, response.headers["Location"] = 202, url
     return response
 
 
-def _store(target: str | int, source: str, user: str) -> tuple[str, str, str]:
-    """Commit the user (made on first sight) and the queued submission together."""
-    try:
-        return _store_once(target, source, user)
-    except IntegrityError:
-        # Two first submissions of one new user at once: the other request made the
-        # user between our look-up and our insert; now the look-up finds it.
-        return _store_once(target, source, user)
-
-
-def _store_once(target: str | int, source: str, user: str) -> tuple[str, str, str]:
-    with get_db() as session:
-        assignment = _own_assignment(session, target) if isinstance(target, int) else None
-        # The key's own user: key B's "alice" is not key A's, nor an LMS's.
-        owner = caller_user(session, user)
-        if assignment is not None:  # under the assignment's rules: its window, attempts, cool-down
-            row = courses.submit(session, user=owner, assignment=assignment, source=source)
-        else:
-            row = submissions.create(session, user=owner, exercise_slug=target, source=source)
-        # The key's webhooks hear about it when it is graded.
-        session.add(webhooks.ApiSubmission(submission_id=row.id, api_key_id=g.caller.key_id))
-        return row.id, row.exercise.device, row.exercise_slug
+def _when_to_retry(refusal: Refused) -> ApiError:
+    """The API's answer to a refused submission, with Retry-After where waiting helps (a
+    cool-down's end, the new-user limit's window)."""
+    if isinstance(refusal, ApiError):
+        return refusal
+    retry, message = getattr(refusal, "retry_after", None), refusal.message
+    reopens = getattr(refusal, "reopens_at", None)
+    if reopens is not None:
+        retry = max(1, math.ceil((reopens - now()).total_seconds()))
+        message += f"; it reopens at {reopens.isoformat(timespec='seconds')}"
+    return ApiError(refusal.code, message, {"Retry-After": str(retry)} if retry else None,
+                    getattr(refusal, "where", None))
 
 
 def caller_user(session, user: str | None) -> User:

@@ -3,8 +3,9 @@
     roster.py       a course, its members and their roles, the exercises it uses; rosters
     assignments.py  assignments (an exercise at a pinned version, due dates, rules), extensions
                     and scores set by hand
-    counting.py     taking a submission or practice run under the rules; where a student
-                    stands (attempts, the score that counts, held feedback)
+    taking.py       taking a submission or practice run: the one way code is handed in
+    counting.py     a submission or practice run under the rules; where a student stands
+                    (attempts, the score that counts, held feedback)
     rules.py        the rules as pure functions of times and attempts
     times.py        a course's time zone, and times as it reads them
     fields.py       CourseError, and the checks of what forms and API bodies give
@@ -25,6 +26,7 @@ from grader.courses.counting import (COUNTED_STATUSES, Standing, counted, feedba
 from grader.courses.fields import CourseError
 from grader.courses.roster import (MAX_ROSTER_LINES, RosterResult, course_by_id, course_called, create_course,
                                    import_roster, members, place, role_in, roster_rows, set_role)
+from grader.courses.taking import Taken, take
 from grader.courses.times import shown, zone
 from grader.courses.visibility import Seen, held_report, seen
 
@@ -33,5 +35,5 @@ __all__ = [
     "override_of", "rules_of", "set_override", "COUNTED_STATUSES", "Standing", "counted", "feedback_held_until",
     "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES", "RosterResult", "course_by_id",
     "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",
-    "shown", "zone", "Seen", "held_report", "seen",
+    "shown", "zone", "Seen", "held_report", "seen", "Taken", "take",
 ]

@@ -28,6 +28,7 @@ from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
 from grader.web import bp, errors
 from grader.web.auth import login_required
+from grader.refusals import Refused
 from grader.web.render import markdown_html, refused_words
 from grader.web.views import _error_text, editor_start, held_ids, limit_submissions, posted_source, statement
 
@@ -275,16 +276,13 @@ def _assignment_page(assignment_id: int, *, source: str | None = None, error: st
 def assignment_submit(assignment_id: int):
     _pasted, source, kept = posted_source()
     try:
-        with get_db() as s:
-            assignment, course, role = _assignment(s, assignment_id)
-            row = courses.submit(s, user=g.user, assignment=assignment, source=source)
-            submission_id, device, slug = row.id, row.exercise.device, row.exercise_slug
-    except submissions.SubmissionError as exc:
+        taken = courses.take(get_db, who=g.user, target=lambda s: _assignment(s, assignment_id)[0], source=source,
+                             way=submissions.way_in(g.user))
+    except Refused as exc:
         with get_db() as s:  # the refusal in words, and nothing typed is lost
             _assignment_row, course, _role = _assignment(s, assignment_id)
         return _assignment_page(assignment_id, source=kept, error=refusal_text(exc, course), status=exc.status)
-    submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))
-    return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+    return redirect(url_for("web.submission", submission_id=taken.id), code=303)
 
 
 errors.refused_forms["web.assignment_submit"] = lambda message: _assignment_page(

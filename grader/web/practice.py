@@ -8,10 +8,10 @@ import re
 
 from flask import abort, current_app, g, jsonify, redirect, render_template, request, url_for
 
-from grader import submissions
 from grader import courses
 from grader.extensions import get_db, limiter, one_at_a_time
 from grader.submissions import practice as runs
+from grader.refusals import Refused
 from grader.submissions.models import PENDING, PracticeRun
 from grader.web import bp, errors
 from grader.web.auth import login_required
@@ -42,14 +42,11 @@ def limit_practice(view):
 def practice_start(slug: str):
     _pasted, source, kept = posted_source()
     try:
-        with get_db() as s:
-            published(s, slug)
-            run = runs.start(s, user=g.user, exercise_slug=slug, source=source)
-            run_id, device = run.id, run.exercise.device
-    except submissions.SubmissionError as exc:
+        taken = courses.take(get_db, who=g.user, target=lambda s: published(s, slug).slug, source=source,
+                             practice_run=True)
+    except Refused as exc:
         return _exercise_page(slug, source=kept, error=_error_text(exc), status=exc.status)
-    runs.send(run_id, device)  # only now: committed
-    return redirect(url_for("web.practice_run", run_id=run_id), code=303)
+    return redirect(url_for("web.practice_run", run_id=taken.id), code=303)
 
 
 errors.refused_forms["web.practice_start"] = lambda message: _exercise_page(
@@ -62,14 +59,11 @@ errors.refused_forms["web.practice_start"] = lambda message: _exercise_page(
 def assignment_practice(assignment_id: int):
     _pasted, source, kept = posted_source()
     try:
-        with get_db() as s:
-            assignment, _course, _role = _assignment(s, assignment_id)
-            run = courses.practice(s, user=g.user, assignment=assignment, source=source)
-            run_id, device = run.id, run.exercise.device
-    except submissions.SubmissionError as exc:
+        taken = courses.take(get_db, who=g.user, target=lambda s: _assignment(s, assignment_id)[0], source=source,
+                             practice_run=True)
+    except Refused as exc:
         return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=exc.status)
-    runs.send(run_id, device)
-    return redirect(url_for("web.practice_run", run_id=run_id), code=303)
+    return redirect(url_for("web.practice_run", run_id=taken.id), code=303)
 
 
 errors.refused_forms["web.assignment_practice"] = lambda message: _assignment_page(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from flask import abort, render_template
-from flask_babel import gettext as _
 
 from grader import courses
 from grader.courses import similarity

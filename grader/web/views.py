@@ -26,6 +26,7 @@ from grader.submissions import notebooks
 from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.web import bp, errors
 from grader.web.auth import login_required
+from grader.refusals import Refused
 from grader.web.render import localized_tests, markdown_html, refused_words
 
 log = logging.getLogger(__name__)
@@ -179,14 +180,11 @@ def posted_source() -> tuple[str, str | bytes | notebooks.Notebook, str]:
 def submit(slug: str):
     _pasted, source, kept = posted_source()
     try:
-        with get_db() as s:
-            published(s, slug)
-            row = submissions.create(s, user=g.user, exercise_slug=slug, source=source)
-            submission_id, device = row.id, row.exercise.device
-    except submissions.SubmissionError as exc:
+        taken = courses.take(get_db, who=g.user, target=lambda s: published(s, slug).slug, source=source,
+                             way=submissions.way_in(g.user))
+    except Refused as exc:
         return _exercise_page(slug, source=kept, error=_error_text(exc), status=exc.status)
-    submissions.send(submission_id, device, exercise=slug, way=submissions.way_in(g.user))  # only now: committed
-    return redirect(url_for("web.submission", submission_id=submission_id), code=303)
+    return redirect(url_for("web.submission", submission_id=taken.id), code=303)
 
 
 # A rate-limited submission is the exercise's page again, the code in the editor (auth._throttled).
