@@ -324,3 +324,26 @@ def test_code_is_handed_in_through_the_course_core_alone():
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if storing.search(line) and not line.lstrip().startswith(("def ", "#"))}
     assert not found, f"code handed in outside courses.take: {sorted(found)}"
+
+
+COURSE_PAGES = ("/courses/{course}/gradebook", "/courses/{course}/gradebook.csv", "/assignments/{assignment}/analytics",
+                "/assignments/{assignment}/similarity")
+
+
+@pytest.mark.parametrize("path", COURSE_PAGES)
+def test_a_courses_own_pages_open_to_its_staff_and_administrators_alone(world, path):
+    url = path.format(**world["ids"])
+    with clock.travel(DUE - timedelta(days=1)):  # held from the student, never from staff
+        answers = {viewer: world["clients"][viewer].get(url) for viewer in VIEWERS}
+    opened = {viewer for viewer, response in answers.items() if response.status_code == 200}
+    assert opened == {"ta", "instructor", "admin"}, {v: r.status_code for v, r in answers.items()}
+    assert all(answers[v].status_code in (403, 404) for v in set(VIEWERS) - opened)
+    if "gradebook" in path:
+        assert all("6" in answers[v].get_data(as_text=True) for v in opened)  # Ada's score, for staff
+
+
+def test_code_stored_with_crlf_before_sources_were_normalised_shows_its_lines_plainly(world, database_url):
+    with db.transaction(database_url) as s:
+        s.get(Submission, world["free"]).source = "import torch\r\ndef grad_2xtx(x):\r\n    return 4 * x\r\n"
+    page_ = world["clients"]["author"].get(f"/submissions/{world['free']}").get_data(as_text=True)
+    assert "\\x0d" not in page_ and "&#13;" not in page_ and 'id="L3"' in page_ and 'id="L4"' not in page_

@@ -344,8 +344,10 @@ def code_in_text(text: str | None) -> Markup | None:
 @bp.app_template_filter("numbered")
 def numbered(source: str | None) -> Markup:
     """The submitted code, escaped (control characters shown), each line numbered and
-    with an id (#L12) that tracebacks link to."""
-    text = shown(source) or ""
+    with an id (#L12) that tracebacks link to. Line ends read as Python reads them: code
+    stored before sources were normalised may end its lines with CRLF, which is no control
+    character to show."""
+    text = shown((source or "").replace("\r\n", "\n")) or ""
     lines = (text[:-1] if text.endswith("\n") else text).split("\n")
     return Markup("\n".join(
         f'<span class="line" id="L{n}"><span class="ln" aria-hidden="true">{n}</span>{escape(line)}</span>'
