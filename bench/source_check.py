@@ -1,5 +1,5 @@
 """What checking a source costs the web process (grader.source.check: normalise, then
-parse) at the size limit, in milliseconds, against ``ast.parse`` of the same text.
+compile, never run) at the size limit, in milliseconds, against ``ast.parse`` of the same text.
 
     .venv/bin/python bench/source_check.py [--n 7]
 

@@ -53,6 +53,8 @@ CODES: dict[str, Code] = {
                              {"limit": MAX_SOURCE_BYTES // 1024}),
     "source_not_utf8": Code(422, _("Your file is not UTF-8 text. Save it as UTF-8 and upload it again.")),
     "source_invalid": Code(422, _("Your submission contains a NUL character.")),
+    "source_encoding": Code(422, _("Line %(line)d of your code declares the encoding %(encoding)s; code is read as "
+                                   "UTF-8 only. Remove that line, or declare utf-8.")),
     "notebook_invalid": Code(422, _("Your notebook cannot be graded: %(message)s.")),
     "notebook_too_large": Code(413, _("Your notebook is larger than %(limit)d KiB or has more than %(cells)d "
                                       "cells. Clear its outputs and upload it again."),

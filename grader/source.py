@@ -2,23 +2,32 @@
 way in and by the engine itself: text within the size limit, its line endings and a
 leading byte order mark normalised (browsers send CRLF), and Python that parses.
 
-Parsing runs nothing: the text goes through CPython's parser and the symbol table it
-builds (``symtable``), never the compiler's code generation, so no code object is made.
-The symbol table rather than ``ast.parse`` because it finds the same syntax errors, at
-the same places, plus the scope errors the compiler would raise (``nonlocal`` at module
-level, a repeated argument), in half the time: it never builds the Python ``ast`` objects.
+Parsing runs nothing: the text is compiled (``compile``, which makes a code object and
+never executes it), so every error Python would raise before running a line is found
+here: the parser's, the scope errors of the symbol table (``nonlocal`` at module level, a
+repeated argument) and the compiler's own (``return`` or ``break`` outside their place,
+``await`` outside ``async``, a late ``from __future__``). Only that way does a source
+that the graded file cannot import never spend an attempt.
+
+What is stored is what runs: the graded file is UTF-8, so a coding declaration (PEP 263)
+naming anything else is refused. Python would otherwise decode the file by it, and a
+``# coding: utf-7`` source runs lines that every reader sees as a comment.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
-import symtable
+import re
 
 from grader.refusals import Refused
 from grader.settings import MAX_SOURCE_BYTES
 
 FILENAME = "submission.py"  # the graded source's name in tracebacks and reports
 _BOM = "\ufeff"
+# PEP 263: a comment on line 1 (or on line 2 after a comment or blank line 1) naming a codec.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_BLANK_OR_COMMENT = re.compile(r"^[ \t\f]*(?:#.*)?$")
 
 
 class SourceError(Refused):
@@ -30,8 +39,9 @@ class SourceError(Refused):
     ``cell_line`` (grader.submissions.notebooks)."""
 
     def __init__(self, code: str, message: str, *, line: int | None = None, column: int | None = None,
-                 reason: str | None = None):
-        super().__init__(code, message, line=line, column=column, reason=reason, cell=None, cell_line=None)
+                 reason: str | None = None, **details):
+        super().__init__(code, message, line=line, column=column, reason=reason, cell=None, cell_line=None,
+                         **details)
 
     @property
     def where(self) -> dict:
@@ -72,7 +82,27 @@ def normalised(source: str | bytes) -> str:
         raise SourceError("source_too_large", f"the source is {size} bytes; the limit is {MAX_SOURCE_BYTES}")
     if "\x00" in source:
         raise SourceError("source_invalid", "the source contains a NUL character")
+    _require_utf8_declared(source)
     return source
+
+
+def _require_utf8_declared(source: str) -> None:
+    """Refuse a coding declaration (where Python reads one) that is not UTF-8."""
+    lines = source.split("\n", 2)
+    for number, line in enumerate(lines[:2], 1):
+        declared = _CODING.match(line)
+        if declared:
+            try:
+                utf8 = codecs.lookup(declared.group(1)).name == "utf-8"
+            except LookupError:
+                utf8 = False
+            if not utf8:
+                raise SourceError("source_encoding", f"line {number} declares the encoding "
+                                                     f"{declared.group(1)[:40]!r}; the source is read as UTF-8 only",
+                                  line=number, encoding=declared.group(1)[:40])
+            return
+        if not _BLANK_OR_COMMENT.match(line):
+            return  # Python looks no further than a first line of code
 
 
 # A source is checked once per way in and again where it is stored (and a notebook's where
@@ -80,7 +110,7 @@ def normalised(source: str | bytes) -> str:
 @functools.lru_cache(maxsize=8)
 def _parse(text: str) -> None:
     try:
-        symtable.symtable(text, FILENAME, "exec")
+        compile(text, FILENAME, "exec", dont_inherit=True)  # never run: the code object is dropped
     except SyntaxError as exc:  # IndentationError and TabError too
         raise syntax_error(exc) from None
     except (ValueError, RecursionError, MemoryError) as exc:

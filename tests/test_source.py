@@ -101,3 +101,34 @@ def test_a_source_that_parses_is_returned_and_nothing_of_it_runs(tmp_path):
     code = f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit(3)\n"
     assert source.check(code) == code
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("given", [
+    "return 1\n", "break\n", "def f():\n    await g()\n", "x = 1\nfrom __future__ import annotations\n",
+    "class C:\n    return 2\n", "*a = [1]\n",
+])
+def test_what_only_the_compiler_refuses_is_refused_before_anything_is_stored(given):
+    with pytest.raises(SourceError) as refused:
+        source.check(given)
+    assert refused.value.code == "syntax_error" and refused.value.line
+
+
+@pytest.mark.parametrize("given, line", [
+    ("# coding: utf-7\nx = 1\n", 1),
+    ("#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nx = 1\n", 2),
+    ("\n# vim: set fileencoding=utf-16 :\nx = 1\n", 2),
+    ("# coding: no-such-codec\nx = 1\n", 1),
+])
+def test_a_coding_declaration_other_than_utf8_is_refused_since_the_graded_file_is_utf8(given, line):
+    with pytest.raises(SourceError) as refused:
+        source.check(given)
+    assert (refused.value.code, refused.value.line) == ("source_encoding", line)
+
+
+@pytest.mark.parametrize("given", [
+    "# -*- coding: utf-8 -*-\nx = 1\n", "# coding=UTF8\nx = 1\n",
+    "x = 1\n# coding: utf-7\n",               # after a line of code: Python reads no declaration there
+    "# one\n# two\n# coding: utf-7\nx = 1\n",  # the third line: none either
+])
+def test_utf8_declared_or_nothing_python_would_read_is_taken(given):
+    assert source.check(given) == given

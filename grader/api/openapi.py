@@ -232,7 +232,11 @@ SCHEMAS = {
                                       "number of the graded source in a message (`File \"submission.py\", "
                                       "line 12`) is followed by its cell, `(cell 3, line 2)`. Read "
                                       "with a personal token before an assignment releases its hidden "
-                                      "tests' results, it lists the visible tests alone."},
+                                      "tests' results, it lists the visible tests alone, its score, "
+                                      "duration, warnings and output are empty, and its status is null "
+                                      "(graded or not) unless the code failed before any test ran "
+                                      "(syntax_error, submission_error): a limit reached may have been a "
+                                      "hidden test's."},
             "feedback_held_until": {"type": "string", "format": "date-time",
                                     "description": "Present only when read with the student's personal "
                                                    "token while the assignment holds the hidden tests' "
@@ -553,7 +557,7 @@ def _paths() -> dict:
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",
-                              "notebook_invalid", "not_a_member", "syntax_error"),
+                              "source_encoding", "notebook_invalid", "not_a_member", "syntax_error"),
                 "429": {**_error("Too many accepted submissions (or practice runs, counted apart) for this "
                                  "user, or for this key whatever the user, lately; too many new users made by this key in the last hour; or the "
                                  "assignment's cool-down between attempts. The `Retry-After` header says in "

@@ -252,13 +252,14 @@ def discard(session: Session, regrade: Regrade) -> None:
 def notes_for(session: Session, assignment: Assignment, user_id: int) -> list[tuple[Regrade, RegradeGrade | None]]:
     """The published regrades that changed this student's grades on the assignment, each
     with what it changed; while the student's hidden results are held (courses.release_of),
-    only that a submission was regraded (None), since the scores would tell them."""
+    each of their submissions a regrade regraded, with only that it was (None): the scores,
+    or which ones changed, would tell them what is held."""
     rows = session.execute(select(Regrade, RegradeGrade).join(RegradeGrade, RegradeGrade.regrade_id == Regrade.id)
                            .join(Submission, Submission.id == RegradeGrade.submission_id)
                            .where(Regrade.assignment_id == assignment.id, Regrade.status == RegradeStatus.PUBLISHED,
                                   Submission.user_id == user_id, RegradeGrade.status == "graded")
                            .order_by(Regrade.decided_at)).all()
-    changed = [(r, g) for r, g in rows if (g.old_score, g.old_max_score) != (g.score, g.max_score)]
     if release_of(session, assignment, user_id) is not None:
-        return [(r, None) for r, _g in changed]
-    return changed
+        # Every regraded submission, changed or not: which ones changed would tell the score.
+        return [(r, None) for r, _g in rows]
+    return [(r, g) for r, g in rows if (g.old_score, g.old_max_score) != (g.score, g.max_score)]

@@ -76,13 +76,25 @@ def seen(session: Session, row: Submission, viewer: User | None) -> Seen:
                 counted.score, counted.max_score)
 
 
+# Outcomes of a whole grade that no hidden test can have caused: the code did not parse or
+# failed on import, before any test ran. Any other, "graded" included, is held with the
+# rest: a time or memory limit reached may have come from a hidden test's input, and a
+# status shown only when every test ran would tell that one had not.
+_BEFORE_ANY_TEST = ("syntax_error", "submission_error")
+
+
 def held_report(report: dict | None, shown: Seen) -> dict | None:
     """The stored report as ``shown`` allows: while held, nothing of the hidden tests (their
-    results, their points, nor the time they took)."""
+    results, their points, the time they took), nor what may tell of them: an outcome a
+    hidden test may have caused (the status is null then, as for one graded), warnings that name the
+    exercise's tests, and what the code printed, which hidden tests' calls print into too."""
     if not report or not shown.held:
         return report
+    kept = report.get("status") in _BEFORE_ANY_TEST
     return {**report, "score": None, "max_score": None, "duration_ms": None,
-            "tests": [t for t in report.get("tests") or [] if t.get("visible")]}
+            "tests": [t for t in report.get("tests") or [] if t.get("visible")],
+            "status": report.get("status") if kept else None, "message": report.get("message") if kept else None,
+            "warnings": [], "output": "", "output_truncated": False}
 
 
 def _points(tests: list[dict]) -> tuple[float, float]:

@@ -245,8 +245,9 @@ def _own_submission(s, submission_id: str) -> Submission:
 
 
 def held_ids(s, rows: list[Submission]) -> set[str]:
-    """Which of ``rows`` have their score held from the viewer (courses.seen)."""
-    return {row.id for row in rows if row.assignment_id is not None and courses.seen(s, row, g.user).held}
+    """Which of ``rows`` have their score held from the viewer (the rule courses.seen asks)."""
+    return {row.id for row in rows
+            if row.assignment_id is not None and courses.feedback_held_until(s, row, g.user.id) is not None}
 
 
 @bp.get("/submissions/<submission_id>")
@@ -260,6 +261,7 @@ def submission(submission_id: str):
     tests = localized_tests({"tests": shown.tests}, lang()) if row.report else []
     held = courses.shown(shown.held_until, shown.course) if shown.held else None
     return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner, seen=shown,
+                           shown_report=courses.held_report(row.report, shown),
                            tests=tests, pending=row.status in PENDING, held=held, held_count=shown.hidden_held,
                            visible_points=shown.visible_points)
 

@@ -438,8 +438,6 @@ def test_a_score_set_by_hand_is_held_with_the_rest(world):
         assert "5.5 / 6" in world["clients"]["ada"].get(path).get_data(as_text=True)
 
 
-@hole("while held, a regrade note is shown only to a student whose score the regrade changed: its presence "
-      "tells a held student that their hidden result changed, its absence that it did not")
 def test_a_regrade_note_does_not_tell_a_held_student_whether_their_score_changed(world, database_url):
     with db.transaction(database_url) as s:
         regrade = Regrade(assignment_id=world["ids"]["held"], version=1, status="published",
@@ -457,10 +455,6 @@ def test_a_regrade_note_does_not_tell_a_held_student_whether_their_score_changed
     assert ("was regraded" in ada) == ("was regraded" in bob)
 
 
-@hole("the report's status and message stay on held pages and in the API: a submission that raises "
-      "MemoryError only for a hidden test's input shows 'Your code used more memory than allowed.' "
-      "(report.status memory_limit) before the due date, a bit about the hidden inputs per submission "
-      "(time_limit works the same way)")
 def test_a_failure_only_a_hidden_test_causes_is_held_with_its_results(world, database_url):
     api, key = world["api"], bearer(world["tokens"]["ada"])
     made = api.post("/api/v1/submissions", json={"assignment": world["ids"]["held"], "source": PROBE}, headers=key)
@@ -609,9 +603,6 @@ NOT_COMPILED = {
 
 
 @pytest.mark.parametrize("shape", list(NOT_COMPILED))
-@hole("the host checks a source with symtable, which misses the compiler's errors ('return' outside "
-      "function, 'break' outside loop, 'await' outside async function, a lone starred target, a late "
-      "__future__ import): the source is stored, the attempt spent and the cool-down started")
 def test_a_source_python_will_not_compile_spends_no_attempt(world, database_url, one_try, shape):
     answer = world["api"].post("/api/v1/submissions", json={"assignment": one_try, "source": NOT_COMPILED[shape]},
                                headers=bearer(world["tokens"]["ada"]))
@@ -627,9 +618,6 @@ COOKIES = {
 
 
 @pytest.mark.parametrize("shape", list(COOKIES))
-@hole("the host parses the text and ignores its coding declaration; the grader imports the stored file, "
-      "which Python decodes by that declaration and refuses: stored, attempt spent, every test fails with "
-      "SyntaxError")
 def test_a_coding_declaration_python_refuses_is_refused(world, database_url, one_try, shape):
     answer = world["api"].post("/api/v1/submissions", json={"assignment": one_try, "source": COOKIES[shape]},
                                headers=bearer(world["tokens"]["ada"]))
@@ -648,9 +636,6 @@ def grad_2xtx(x):  # +AAo-    y = 2 * torch.dot(x, x)+AAo-    y.backward()+AAo- 
 """
 
 
-@hole("a coding declaration (utf-7, unicode_escape, raw_unicode_escape) makes the grader run code hidden in"
-      " a comment of the source shown: code shown to staff, compared for similarity and checked for blocked"
-      " functions returns zeros, yet scores 6 / 6")
 def test_the_code_graded_is_the_code_shown(world, database_url):
     made = world["api"].post("/api/v1/submissions", json={"exercise": "autograd-basics",
                                                           "source": HIDDEN_IN_A_COMMENT},
