@@ -15,7 +15,7 @@ from grader.accounts.models import User
 from grader.courses import rules as course_rules
 from grader.courses.assignments import extension_of, override_of, require_member, rules_of
 from grader.courses.fields import CourseError
-from grader.courses.models import STAFF_ROLES, Assignment, CourseMember, Extension, ScoreOverride
+from grader.courses.models import STAFF_ROLES, Assignment, CourseMember, Extension, MemberRole, ScoreOverride
 from grader.courses.rules import Attempt, Counted, Refusal, Rules
 from grader.courses.times import aware
 from grader.db import now
@@ -122,9 +122,13 @@ def _held_until(rules: Rules) -> datetime | None:
 def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> datetime | None:
     """When the hidden tests' results of ``row`` are shown to its student, if they are held
     from ``viewer_id`` now (an assignment that releases them after its due date); else None.
-    Staff of the course see everything; so does anyone looking at a submission of no assignment."""
-    if row.assignment_id is None or row.user_id != viewer_id:
+    Staff of the course see everything. The student's own work on the free catalogue is held
+    too while an assignment of theirs on the same exercise holds its results: the same
+    source sent there would otherwise undo the hold."""
+    if row.user_id != viewer_id:
         return None
+    if row.assignment_id is None:
+        return exercise_held_until(session, row.exercise_slug, row.user_id)
     assignment = session.get(Assignment, row.assignment_id)
     until = release_of(session, assignment, row.user_id)
     if until is None:
@@ -133,3 +137,13 @@ def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> da
         CourseMember.course_id == assignment.course_id, CourseMember.user_id == viewer_id,
         CourseMember.role.in_(STAFF_ROLES)))
     return None if staff is not None else until
+
+
+def exercise_held_until(session: Session, slug: str, user_id: int) -> datetime | None:
+    """Until when the hidden results of ``slug`` are held from the student by assignments of
+    the courses they are a student of (the latest release among them); None: held by none."""
+    held = [release_of(session, assignment, user_id) for assignment in session.scalars(
+        select(Assignment).join(CourseMember, CourseMember.course_id == Assignment.course_id).where(
+            Assignment.exercise_slug == slug, CourseMember.user_id == user_id,
+            CourseMember.role == MemberRole.STUDENT, Assignment.feedback != "immediate"))]
+    return max((until for until in held if until is not None), default=None)

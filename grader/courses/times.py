@@ -19,11 +19,12 @@ def zone(name: str | None) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-def shown(moment: datetime | None, course: Course) -> str:
-    """A time as the course reads it, always with its zone: 2026-12-10 23:59 KST (Asia/Seoul)."""
+def shown(moment: datetime | None, course: Course | None) -> str:
+    """A time as the course reads it, always with its zone: 2026-12-10 23:59 KST (Asia/Seoul);
+    outside any course, in UTC."""
     if moment is None:
         return ""
-    tz = zone(course.time_zone)
+    tz = zone(course.time_zone if course is not None else None)
     local = aware(moment).astimezone(tz)
     return f"{local:%Y-%m-%d %H:%M} {local.tzname()} ({tz.key})"
 

@@ -61,6 +61,10 @@ def seen(session: Session, row: Submission, viewer: User | None) -> Seen:
     tests = list((row.report or {}).get("tests") or [])
     assignment = session.get(Assignment, row.assignment_id) if row.assignment_id is not None else None
     if assignment is None:
+        held_until = feedback_held_until(session, row, viewer.id) if viewer is not None else None
+        if held_until:  # the free catalogue, on an exercise an assignment of theirs holds
+            shown = [t for t in tests if t.get("visible")]
+            return Seen(held_until, None, None, shown, len(tests) - len(shown), _points(shown), None, None, None)
         return Seen(None, row.score, row.max_score, tests, 0, _points(tests), None, None, None)
     course = session.get(Course, assignment.course_id)
     rules = rules_of(assignment, extension_of(session, assignment, row.user_id))

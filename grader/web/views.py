@@ -38,13 +38,15 @@ def lang() -> str:
     return str(get_locale() or "en")
 
 
-def best_scores(session, user_id: int) -> dict[str, float]:
-    """Per exercise, the best practice score (work for an assignment counts on its course's page)."""
+def best_scores(session, user_id: int) -> dict[str, float | None]:
+    """Per exercise, the best practice score (work for an assignment counts on its course's
+    page); None where an assignment of the student's holds that exercise's hidden results,
+    which the best of the same code sent here would tell."""
     rows = session.execute(select(Submission.exercise_slug, func.max(Submission.score))
                            .where(Submission.user_id == user_id, Submission.status == SubmissionStatus.GRADED,
                                   Submission.assignment_id.is_(None))
                            .group_by(Submission.exercise_slug))
-    return {slug: score for slug, score in rows}
+    return {slug: None if courses.exercise_held_until(session, slug, user_id) else score for slug, score in rows}
 
 
 def published(session, slug: str) -> Exercise:
@@ -246,8 +248,7 @@ def _own_submission(s, submission_id: str) -> Submission:
 
 def held_ids(s, rows: list[Submission]) -> set[str]:
     """Which of ``rows`` have their score held from the viewer (the rule courses.seen asks)."""
-    return {row.id for row in rows
-            if row.assignment_id is not None and courses.feedback_held_until(s, row, g.user.id) is not None}
+    return {row.id for row in rows if courses.feedback_held_until(s, row, g.user.id) is not None}
 
 
 @bp.get("/submissions/<submission_id>")

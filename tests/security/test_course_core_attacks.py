@@ -471,9 +471,6 @@ def test_a_failure_only_a_hidden_test_causes_is_held_with_its_results(world, dat
     assert MEMORY not in page
 
 
-@hole("an exercise set as a held assignment stays open in the free catalogue, where the same source's score"
-      " and hidden tests' results are shown at once, with no attempt spent: the hold is undone by "
-      "submitting there")
 def test_the_free_catalogue_does_not_show_what_a_held_assignment_holds(world, database_url):
     ada = world["clients"]["ada"]
     with clock.travel(BEFORE):
