@@ -44,7 +44,7 @@ def student(**kwargs) -> Pending:
 def submit_and_wait(browser, page, lms: Platform, tmp_path, scores: int = 1) -> None:
     """Submit the reference through the page's form, then wait for the worker's grade to
     reach the platform's gradebook as its ``scores``-th score."""
-    form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+    form = next(f for f in forms(page.text) if f["action"].split("?")[0].endswith("/submissions"))
     origin = page.url.split("/", 3)
     submitted = browser.post("/".join(origin[:3]) + form["action"],
                              data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
@@ -63,7 +63,7 @@ def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_grade
         browser = requests.Session()
         page = launch(lms, student(), browser)
         assert page.status_code == 200, page.text[:2000]
-        assert page.url.endswith("/exercises/autograd-basics")
+        assert page.url.split("?")[0].endswith("/exercises/autograd-basics")
         assert "grad_2xtx" in page.text or "backward" in page.text
         submit_and_wait(browser, page, lms, tmp_path)
     finally:
@@ -88,7 +88,7 @@ def test_a_placement_without_a_line_item_gets_one_created_on_the_first_grade(lms
     try:
         browser = requests.Session()
         page = launch(lms, student(lineitem=False), browser)
-        assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics"), page.text[:2000]
+        assert page.status_code == 200 and page.url.split("?")[0].endswith("/exercises/autograd-basics"), page.text[:2000]
         for graded in (1, 2):  # the second grade finds the line item on its target: nothing is created
             submit_and_wait(browser, page, lms, tmp_path, graded)
     finally:
@@ -116,7 +116,7 @@ def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, se
     try:
         browser = requests.Session()
         page = launch(lms, student(), browser)
-        form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+        form = next(f for f in forms(page.text) if f["action"].split("?")[0].endswith("/submissions"))
         browser.post(page.url.rsplit("/exercises/", 1)[0] + form["action"],
                      data={"csrf_token": form["fields"]["csrf_token"], "source": SOLUTION}, timeout=30)
         deadline = time.monotonic() + 120
@@ -135,10 +135,10 @@ def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, se
 def test_an_instructor_launch_makes_a_course_instructor_and_a_link_remembers_its_exercise(lms, service):
     page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], custom={"exercise": "autograd-basics"},
                                resource_link="link-7"))
-    assert page.status_code == 200 and page.url.endswith("/exercises/autograd-basics")
+    assert page.status_code == 200 and page.url.split("?")[0].endswith("/exercises/autograd-basics")
     # The same link launched again without the custom parameter still opens the exercise.
     again = launch(lms, Pending(user="student-2", roles=[LEARNER], resource_link="link-7"))
-    assert again.status_code == 200 and again.url.endswith("/exercises/autograd-basics")
+    assert again.status_code == 200 and again.url.split("?")[0].endswith("/exercises/autograd-basics")
     with db.transaction(service) as session:
         platform_id = session.query(LtiPlatform).one().id
         roles = {u.external_id: u.role for u in session.query(User)}
@@ -217,7 +217,7 @@ def test_a_replayed_launch_is_refused(lms):
     start = browser.get(lms.start_url(student()), timeout=30)
     form = forms(start.text)[0]
     first = browser.post(form["action"], data=form["fields"], timeout=30)
-    assert first.status_code == 200 and first.url.endswith("/exercises/autograd-basics")
+    assert first.status_code == 200 and first.url.split("?")[0].endswith("/exercises/autograd-basics")
     replay = browser.post(form["action"], data=form["fields"], timeout=30)
     _refused(replay, 403, "replayed_nonce", "already used")
     # ...also from another browser, which has no state cookie at all

@@ -274,19 +274,19 @@ def test_a_regrade_note_tells_a_held_student_only_that_a_submission_was_regraded
 
 
 def test_staff_of_an_lms_course_see_what_its_lms_students_submitted_through_its_links(world, database_url):
-    """Practice an LMS link opened (no assignment) by a member the course's platform named
-    is that course's work; the same exercise's practice by a local member is not."""
+    """Work sent through an LMS course's link to an exercise (no assignment) by a member the
+    course's platform named is that course's; the same exercise's free work by a local
+    member is not."""
     with db.transaction(database_url) as s:
         lms = s.get(Course, world["ids"]["lms"])
         sam = User(external_id=f"lti:{lms.platform_id}|sam", name="Sam", role="student")
         s.add(sam)
         s.flush()
         courses.set_role(s, lms.id, sam.id, "student")
-        row = Submission(user_id=sam.id, exercise_slug="autograd-basics", exercise_version=1, source=GOOD,
-                         status="queued")
-        s.add(row)
-        s.flush()
-        through_link = row.id
+        sam_id, lms_id = sam.id, lms.id
+    # Sent from the exercise's page that the course's link opened (?course=): the course's work.
+    through_link = courses.take(lambda: db.transaction(database_url), who=lambda s: s.get(User, sam_id),
+                                target=lambda s: "autograd-basics", source=GOOD, via_course=lms_id).id
     lena, olga = world["clients"]["lms_instructor"], world["clients"]["other_instructor"]
     assert lena.get(f"/submissions/{through_link}").status_code == 200
     assert olga.get(f"/submissions/{through_link}").status_code == 404

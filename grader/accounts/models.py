@@ -22,6 +22,25 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
+def lms_user_id(platform_id: int, sub: str) -> str:
+    """An LMS user's key: its platform registration's id, never an issuer string (which
+    anyone registering a platform could name again)."""
+    return f"lti:{platform_id}|{sub}"
+
+
+def lms_user(external_id: str | None) -> tuple[int, str] | None:
+    """(platform registration id, sub) of a user key lms_user_id made; None for any other."""
+    head, bar, sub = (external_id or "").partition("|")
+    if not bar or not head.startswith("lti:") or not head[4:].isdigit() or not sub:
+        return None
+    return int(head[4:]), sub
+
+
+def lms_prefix(platform_id: int) -> str:
+    """What every user key of one platform registration begins with."""
+    return lms_user_id(platform_id, "")
+
+
 class User(Base):
     __tablename__ = "users"
 

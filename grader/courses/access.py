@@ -10,12 +10,12 @@ Everyone sees their own.
 
 from __future__ import annotations
 
-from sqlalchemy import String, and_, cast, exists, false, literal, or_, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import false, or_, select
+from sqlalchemy.orm import Session
 
 from grader.accounts.models import Role, User
 from grader.catalog.models import Exercise
-from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseExercise, CourseMember
+from grader.courses.models import STAFF_ROLES, Assignment, CourseExercise, CourseMember
 from grader.submissions.models import Submission
 
 
@@ -47,16 +47,10 @@ def is_staff_of(session: Session, user: User, course_id: int) -> bool:
 
 def _in_courses(course_ids: list[int]):
     """A condition on Submission: the course work of one of the courses. Made for one of
-    their assignments; or, with no assignment, made through an LMS course's own links: by
-    a member whom that course's platform named, to an exercise placed in that course."""
-    member, placed, author = aliased(CourseMember), aliased(CourseExercise), aliased(User)
-    lms_prefix = literal("lti:").concat(cast(Course.platform_id, String)).concat("|")
-    through_links = exists(select(member.id).join(Course, Course.id == member.course_id).join(
-        placed, placed.course_id == member.course_id).join(author, author.id == member.user_id).where(
-        member.course_id.in_(course_ids), member.user_id == Submission.user_id, Course.platform_id.is_not(None),
-        placed.exercise_slug == Submission.exercise_slug, author.external_id.startswith(lms_prefix)))
-    for_assignments = Submission.assignment_id.in_(select(Assignment.id).where(Assignment.course_id.in_(course_ids)))
-    return or_(for_assignments, and_(Submission.assignment_id.is_(None), through_links))
+    their assignments; or, with no assignment, made through one of their LMS links (the
+    course the submission keeps, grader.courses.taking.lms_link_course)."""
+    return or_(Submission.assignment_id.in_(select(Assignment.id).where(Assignment.course_id.in_(course_ids))),
+               Submission.course_id.in_(course_ids))
 
 
 def visible(session: Session, user: User, query):

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from grader.accounts.models import Role, User
+from grader.accounts.models import Role, User, lms_user, lms_user_id  # noqa: F401  (the LMS user keys, kept with users)
 from grader.lti.models import LtiPlatform
 from grader.lti.tool import Platform
 from grader.settings import settings
@@ -139,20 +139,6 @@ def by_issuer(session: Session, issuer: str) -> list[Platform]:
         return []
     rows = session.scalars(select(LtiPlatform).where(LtiPlatform.issuer == issuer)).all()
     return [as_platform(row) for row in rows]
-
-
-def lms_user_id(platform_id: int, sub: str) -> str:
-    """An LMS user's key: its platform registration's id, never an issuer string (which
-    anyone registering a platform could name again)."""
-    return f"lti:{platform_id}|{sub}"
-
-
-def lms_user(external_id: str | None) -> tuple[int, str] | None:
-    """(platform registration id, sub) of a user key lms_user_id made; None for any other."""
-    head, bar, sub = (external_id or "").partition("|")
-    if not bar or not head.startswith("lti:") or not head[4:].isdigit() or not sub:
-        return None
-    return int(head[4:]), sub
 
 
 def as_platform(row: LtiPlatform) -> Platform:

@@ -50,7 +50,7 @@ def check_source(source: str | bytes | Notebook) -> str:
 
 
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,
-           assignment_id: int | None = None, version: int | None = None) -> Submission:
+           assignment_id: int | None = None, version: int | None = None, course_id: int | None = None) -> Submission:
     """Add a queued submission to the session (the caller commits, then calls enqueue).
     Made to an assignment (grader.courses.counting.submit), it is graded against the
     ``version`` the assignment pinned; otherwise against the one published now. A
@@ -59,7 +59,8 @@ def create(session: Session, *, user: User, exercise_slug: str, source: str | by
     exercise = published_exercise(session, exercise_slug)
     version = version or exercise.version
     submission = Submission(user=user, exercise_slug=exercise.slug, exercise_version=version,
-                            assignment_id=assignment_id, source=text, status=SubmissionStatus.QUEUED,
+                            assignment_id=assignment_id, course_id=course_id, source=text,
+                            status=SubmissionStatus.QUEUED,
                             notebook=source.converted().cell_map() if isinstance(source, Notebook) else None,
                             progress_done=0, progress_total=known_total(session, exercise.slug, version),
                             attempts=0, deadline=now() + QUEUE_DEADLINE)

@@ -37,6 +37,9 @@ class Submission(Base):
     exercise_version: Mapped[int] = mapped_column(Integer)  # the version it was graded against
     # The assignment it was made to (its course's rules decide what it counts for); None: practice.
     assignment_id: Mapped[int | None] = mapped_column(ForeignKey("assignments.id"), index=True)
+    # Made with no assignment through an LMS course's link to the exercise: that course, whose
+    # staff see it (grader.courses.access). None for all other work, the free catalogue's.
+    course_id: Mapped[int | None] = mapped_column(ForeignKey("courses.id", ondelete="SET NULL"), index=True)
     source: Mapped[str] = mapped_column(Text)  # what was graded (a notebook's: its code cells as Python)
     # Set when it was submitted as a notebook: {"cells": [[cell, first line in source, lines], ...]}
     # (grader.submissions.notebooks), which reports use to name the cell of a line.

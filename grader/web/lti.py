@@ -108,7 +108,9 @@ def launch():
                                   "parameter exercise=<slug>."))
     if assignment_id is not None:  # the course's assignment: its rules, due date and score that counts
         return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
-    return redirect(url_for("web.exercise", slug=slug), code=303)
+    # Opened from an LMS course's link: work sent from the page is that course's (courses.take).
+    return redirect(url_for("web.exercise", slug=slug, course=course_id) if course_id else
+                    url_for("web.exercise", slug=slug), code=303)
 
 
 def _returns_to_platform(data: Launch) -> bool:

@@ -93,6 +93,13 @@ def exercise(slug: str):
     return _exercise_page(slug)
 
 
+def _via_course() -> int | None:
+    """The LMS course whose link opened the exercise's page (?course=), carried to its form;
+    courses.take keeps it only where it holds."""
+    given = request.args.get("course", "")
+    return int(given) if given.isdigit() and len(given) < 10 else None
+
+
 def _exercise_page(slug: str, *, source: str | None = None, error: str | None = None, status: int = 200):
     """The exercise's page; ``source`` is code given back after a refusal, else the editor
     opens with what ?from= asks for (editor_start)."""
@@ -105,6 +112,7 @@ def _exercise_page(slug: str, *, source: str | None = None, error: str | None = 
         editor = editor_start(s, slug, mine[0] if mine else None, source)
     text = statement(slug)
     return render_template("exercise.html", exercise=row, mine=mine, held=held, error=error, editor=editor,
+                           via_course=_via_course(),
                            statement=markdown_html(text) if text is not None else None,
                            max_bytes=MAX_SOURCE_BYTES), status
 
@@ -183,7 +191,7 @@ def submit(slug: str):
     _pasted, source, kept = posted_source()
     try:
         taken = courses.take(get_db, who=g.user, target=lambda s: published(s, slug).slug, source=source,
-                             way=submissions.way_in(g.user))
+                             way=submissions.way_in(g.user), via_course=_via_course())
     except Refused as exc:
         return _exercise_page(slug, source=kept, error=_error_text(exc), status=exc.status)
     return redirect(url_for("web.submission", submission_id=taken.id), code=303)

@@ -28,7 +28,7 @@ def local_account(database_url: str, email: str, role: str) -> None:
 
 def submit(browser: requests.Session, page: requests.Response, source: str = "def f(): pass\n") -> str:
     """Submit on an exercise page (no worker runs: it stays queued); the submission's URL."""
-    form = next(f for f in forms(page.text) if f["action"].endswith("/submissions"))
+    form = next(f for f in forms(page.text) if f["action"].split("?")[0].endswith("/submissions"))
     root = page.url.rsplit("/exercises/", 1)[0]
     done = browser.post(root + form["action"], data={"csrf_token": form["fields"]["csrf_token"], "source": source},
                         timeout=30)

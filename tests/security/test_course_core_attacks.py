@@ -311,9 +311,6 @@ def test_a_demoted_ta_loses_the_courses_work_and_a_removed_student_keeps_it_held
     assert body["score"] is None and body["feedback_held_until"].startswith("2099-01-01")
 
 
-@hole("staff of one LMS course read an LMS member's submission made through another LMS course's link of "
-      "the same platform: a submission keeps no course, so every LMS course of the member that placed the "
-      "exercise counts it as its own")
 def test_staff_of_one_lms_course_do_not_read_work_made_through_another(world, database_url):
     with db.transaction(database_url) as s:
         platform = LtiPlatform(issuer="https://lms.example", client_id="c", auth_login_url="https://lms.example/a",
@@ -331,14 +328,21 @@ def test_staff_of_one_lms_course_do_not_read_work_made_through_another(world, da
             courses.set_role(s, course.id, world["users"][staff], "instructor")
             courses.set_role(s, course.id, sam.id, "student")
             courses.place(s, course.id, "autograd-basics")
-        # What Sam submitted after opening Y's link to the exercise (no assignment).
-        row = Submission(user_id=sam.id, exercise_slug="autograd-basics", exercise_version=1, source=GOOD,
-                         status="queued")
-        s.add(row)
-        s.flush()
-        through_y = row.id
+        sam_id, x_id, y_id = sam.id, x.id, y.id
+
+    def sent(via_course):  # what Sam submits from the exercise's page, opened by a course's link
+        return courses.take(lambda: db.transaction(database_url), who=lambda s: s.get(User, sam_id),
+                            target=lambda s: "autograd-basics", source=GOOD, via_course=via_course).id
+
+    through_y = sent(y_id)
     assert world["clients"]["olga"].get(f"/submissions/{through_y}").status_code == 200
     assert world["clients"]["ivy"].get(f"/submissions/{through_y}").status_code == 404
+    # Naming a course does not make work that course's: not an LMS course of Sam's platform,
+    # or no course at all, and no staff but the administrators see it.
+    for named in (world["ids"]["a"], None, 2**31 + 5):
+        free = sent(named)
+        assert {world["clients"][who].get(f"/submissions/{free}").status_code for who in ("ivy", "olga")} == {404}
+    assert sent(x_id) and world["clients"]["ivy"].get(f"/submissions/{sent(x_id)}").status_code == 200
 
 
 def test_an_lms_courses_members_come_from_no_roster_file_and_no_invitation(world, database_url):
