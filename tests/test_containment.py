@@ -229,3 +229,44 @@ def test_where_no_cgroup_can_be_made_grading_refuses_with_the_fix():
     os.waitpid(pid, 0)
     assert said.startswith("REFUSED cannot ") and "Permission denied" in said, said
     assert "Delegate=yes" in said and "cgroup v1" in said  # the fix, for either hierarchy
+
+
+# ------------------------------------------------------------------ what one submission leaves the next
+
+STOP_EVERY_OTHER_PROCESS = """import os, signal
+def f():
+    stopped = []
+    for pid in range(2, 400):
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        except OSError:
+            pass
+    return stopped
+"""
+
+
+def test_processes_a_submission_stops_serve_no_later_submission(sandbox):
+    """A spare child forked ahead lived through the attacker's calls; stopped, it was handed
+    the next student's call, and the warm process blocked writing a request larger than a
+    pipe holds to it. Now every spare that lived through a submission's calls is discarded,
+    and a child is checked runnable before it gets a request."""
+    sandbox.start()
+    time.sleep(1.0)  # the warm process forks its spares while idle
+    call(sandbox, STOP_EVERY_OTHER_PROCESS)
+    sandbox.reset()  # the attacker's submission ends; the next student's begins
+    honest = "def f(text):\n    return len(text)\n"
+    started = time.monotonic()
+    outcomes = [sandbox.call({"submission.py": honest}, "f", ["x" * (84 << 10)], {}, limits=Limits(timeout=3))
+                for _ in range(8)]
+    assert [o.value for o in outcomes] == [84 << 10] * 8, [(o.kind, o.detail) for o in outcomes]
+    assert time.monotonic() - started < 8  # each in its normal time, none waiting out a limit
+
+
+def test_a_time_limit_says_no_time_finer_than_a_tenth_of_a_second(sandbox):
+    """A call's limit may be what is left of the submission's time: its digits would time
+    the calls before it (hidden tests' too) more finely than durations are rounded."""
+    out = call(sandbox, "def f():\n    while True:\n        pass\n", Limits(timeout=0.734567))
+    assert out.kind == "timeout" and "(0.7 s per call)" in out.detail, out.detail

@@ -166,7 +166,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         return out
     if status.get("timeout"):
         out.kind = "timeout"
-        out.detail = f"time limit exceeded ({limits.timeout:g} s per call)"
+        out.detail = f"time limit exceeded ({tenths(limits.timeout)} s per call)"
         return out
     if len(raw):
         try:
@@ -197,7 +197,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
             return out
     sig, code = status.get("signal"), status.get("exit")
     if sig in (signal.SIGKILL, signal.SIGXCPU) and status.get("cpu_ms", 0) >= limits.timeout * 1000:
-        out.kind, out.detail = "timeout", f"CPU time limit exceeded ({limits.timeout:g} s per call)"
+        out.kind, out.detail = "timeout", f"CPU time limit exceeded ({tenths(limits.timeout)} s per call)"
     elif sig is not None:
         try:
             name = signal.Signals(sig).name
@@ -233,3 +233,10 @@ def _student_exception(error: dict) -> wire.StudentException:
             frames.append((int(line) if isinstance(line, int) else 0, str(func)[:100], str(text)[:300]))
     return wire.StudentException(type=str(error.get("type", "Exception"))[:100],
                                  message=str(error.get("message", ""))[:2000], traceback=frames)
+
+
+def tenths(seconds: float) -> str:
+    """A time for a message, to a tenth of a second at most: a call's limit may be what is
+    left of the submission's, and finer digits would time the calls before it (the hidden
+    tests' among them) more finely than reports round durations."""
+    return f"{round(seconds, 1):g}"

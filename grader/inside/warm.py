@@ -130,8 +130,14 @@ def _warm_up() -> None:
 
 
 def _reset() -> None:
-    """Between submissions: no process of the last one survives. (Its files lived in its
-    calls' private /tmp; unsandboxed, in our scratch folder, emptied here.)"""
+    """Between submissions: no process of the last one survives, and no spare that lived
+    through its calls serves the next: a call's processes may signal a waiting spare (the
+    calls' uid is its saved uid, to become it), so one stopped then would be handed the next
+    student's calls. Spares are forked again after the sweep, out of any call's reach. (The
+    last submission's files lived in its calls' private /tmp; unsandboxed, in our scratch
+    folder, emptied here.)"""
+    while _spares:
+        _discard(_spares.pop())
     _end_call(None)
     if not IN_SANDBOX:
         for name in os.listdir(SCRATCH):
@@ -172,7 +178,8 @@ class _Child:
 
 
 # Forking a process with torch loaded costs 5-15 ms, so children are forked ahead,
-# while the warm process is idle. Each child still serves one call only.
+# while the warm process is idle. Each child still serves one call only, of the one
+# submission it waited through: at that submission's end the rest are discarded (_reset).
 SPARES = 6
 _spares: list[_Child] = []
 
@@ -181,16 +188,30 @@ def _take_child() -> _Child:
     ours = _scheduling(0)
     while _spares:
         child = _spares.pop(0)
-        if _alive(child.pid) and _scheduling(child.pid) == ours:
+        if _alive(child.pid) and _runnable(child.pid) and _scheduling(child.pid) == ours:
             return child
-        # Dead, or its nice value, policy or CPUs changed: never hand it a call.
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        walls.dying.add(child.pid)
-        child.discard()
+        # Dead, stopped, or its nice value, policy or CPUs changed: never hand it a call.
+        _discard(child)
     return _Child()
+
+
+def _discard(child: _Child) -> None:
+    try:
+        os.kill(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    walls.dying.add(child.pid)
+    child.discard()
+
+
+def _runnable(pid: int) -> bool:
+    """Not stopped or traced: a spare waits in a read, sleeping ("S")."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"T", b"t", b"Z", b"X")
 
 
 def _scheduling(pid: int) -> tuple | None:
@@ -237,10 +258,12 @@ def _run(child: "_Child", request: bytearray, timeout: float, max_result: int,
 
     started = time.monotonic()
     pidfd = os.pidfd_open(child.pid)
+    # Never blocking: a child that does not read (stopped, say) meets the call's deadline.
+    os.set_blocking(child.req_w, False)
     try:
-        wire.write_all(child.req_w, request)
-    except BrokenPipeError:
-        pass  # it died already; how is told below
+        wire.write_all(child.req_w, request, deadline=started + timeout)
+    except (BrokenPipeError, wire.FrameTimeout):
+        pass  # it died already, or did not read in time; how is told below
     os.close(child.req_w)
     drained = _drain(child.res_r, child.out_r, pidfd, max_result, max_output, deadline=started + timeout)
     status = {"timeout": drained["timeout"], "exit": None, "signal": None}
