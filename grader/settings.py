@@ -83,6 +83,9 @@ class Settings:
     now: str = ""  # GRADER_NOW: the service's clock fixed at this ISO 8601 time (demonstrations, tests)
     prometheus_multiproc_dir: str = ""  # PROMETHEUS_MULTIPROC_DIR: counts shared by a pool's processes
     api_key: str = ""  # GRADER_API_KEY: the key `grader exercise push` sends
+    # The CPU weight (cgroup v2 units, 1-10000) of all of a worker's sandboxes together;
+    # None: the worker's own group's, so that on a busy host they get what the worker gets.
+    sandbox_cpu_weight: int | None = None
 
     def secrets(self) -> list[str]:
         """What logs must never show (masked wherever it appears in a line)."""
@@ -98,6 +101,7 @@ class Settings:
             sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 4 * (os.getpid() % 1000))),
             sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
             sandbox_cgroup=os.environ.get("GRADER_CGROUP", ""),
+            sandbox_cpu_weight=_cpu_weight(os.environ.get("GRADER_SANDBOX_CPU_WEIGHT", "")),
             device=os.environ.get("GRADER_DEVICE", "auto"),
             database_url=os.environ.get("GRADER_DATABASE_URL",
                                         f"sqlite:///{Path.cwd() / 'instance' / 'grader.db'}"),
@@ -169,3 +173,11 @@ def private_file(path: Path) -> Path:
     if mode & 0o077:
         path.chmod(mode & 0o700)
     return path
+
+
+def _cpu_weight(text: str) -> int | None:
+    if not text.strip():
+        return None
+    if not text.strip().isdigit() or not 1 <= int(text) <= 10_000:
+        raise ValueError(f"GRADER_SANDBOX_CPU_WEIGHT is a cgroup v2 CPU weight from 1 to 10000, not {text!r}")
+    return int(text)

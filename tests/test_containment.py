@@ -270,3 +270,24 @@ def test_a_time_limit_says_no_time_finer_than_a_tenth_of_a_second(sandbox):
     the calls before it (hidden tests' too) more finely than durations are rounded."""
     out = call(sandbox, "def f():\n    while True:\n        pass\n", Limits(timeout=0.734567))
     assert out.kind == "timeout" and "(0.7 s per call)" in out.detail, out.detail
+
+
+def test_the_sandboxes_share_the_cpu_weight_the_operator_sets_or_the_workers_own():
+    from grader.engine.cgroup import CPU_SHARES_V1, SandboxCgroup, own_cpu_weight
+    made = SandboxCgroup.create(cpu_weight=300)
+    try:
+        base = made.dirs["cpu"].parent
+        if made.version == 2:
+            assert (base / "cpu.weight").read_text().strip() == "300"
+        else:
+            assert (base / "cpu.shares").read_text().strip() == str(round(300 * CPU_SHARES_V1 / 100))
+    finally:
+        made.remove()
+    default = SandboxCgroup.create()
+    try:
+        base = default.dirs["cpu"].parent
+        written = (base / ("cpu.weight" if default.version == 2 else "cpu.shares")).read_text().strip()
+        expected = own_cpu_weight() if default.version == 2 else round(own_cpu_weight() * CPU_SHARES_V1 / 100)
+        assert int(written) == expected
+    finally:
+        default.remove()

@@ -6,6 +6,10 @@ the launcher joins it between fork and exec. The kernel then counts all their
 memory together, memfd, tmpfs and shared memory included, with no swap to hide
 in; caps their number; gives the sandbox one CPU weight however many processes it
 runs; and closing the sandbox kills everything in the group, its PID 1 included.
+All of a worker's sandboxes share the CPU weight of their common group: by default the
+worker's own group's (v2 cpu.weight; v1 cpu.shares, converted), so that on a busy host the
+sandboxes get as much as the worker itself; GRADER_SANDBOX_CPU_WEIGHT (1-10000, v2 units,
+times 10.24 as v1 shares) sets it.
 
 Both hierarchies are supported. cgroup v2 (most hosts today): the sandboxes live in
 ``grader-sandboxes/`` beside the worker's own cgroup, in a parent that delegates the
@@ -130,9 +134,12 @@ class SandboxCgroup:
     # ------------------------------------------------------------ making
 
     @classmethod
-    def create(cls, configured: str = "") -> "SandboxCgroup":
+    def create(cls, configured: str = "", *, cpu_weight: int | None = None) -> "SandboxCgroup":
+        """A new sandbox's group, in the worker's sandboxes' group, which gets ``cpu_weight``
+        (v2 units; None: the worker's own group's) for all of them together."""
         try:
             bases = _v2_base(configured) if version() == 2 else _v1_bases(configured)
+            _share_of_all(bases, cpu_weight if cpu_weight is not None else own_cpu_weight())
         except OSError as exc:  # a user that may not write there, most often
             raise CgroupUnavailable(f"cannot prepare the sandboxes' cgroup ({exc}). " + FIX) from None
         _remove_stale(bases)
@@ -257,6 +264,39 @@ def _rmdir(d: Path) -> None:
             if exc.errno != errno.EBUSY:
                 return
             time.sleep(0.02)  # its last processes are still being torn down
+
+
+def own_cpu_weight() -> int:
+    """The CPU weight of the worker's own cgroup, in v2 units (v1's cpu.shares converted);
+    the default where it has none (the root group)."""
+    try:
+        if version() == 2:
+            return int(_read(_v2_own() / "cpu.weight"))
+        mount, root = _v1_mounts()["cpu"]
+        path = _own_cgroups().get("cpu", "/")
+        rel = (path[len(root):] if path.startswith(root) and root != "/" else path).strip("/")
+        return _weight_of_shares(int(_read(mount / rel / "cpu.shares")))
+    except (OSError, KeyError, ValueError):
+        return CPU_WEIGHT_V2
+
+
+def _weight_of_shares(shares: int) -> int:
+    return max(1, min(10_000, round(shares * CPU_WEIGHT_V2 / CPU_SHARES_V1)))
+
+
+def _shares_of_weight(weight: int) -> int:
+    return max(2, round(weight * CPU_SHARES_V1 / CPU_WEIGHT_V2))
+
+
+def _share_of_all(bases: dict[str, Path], weight: int) -> None:
+    """The sandboxes' group's CPU weight: what all of this worker's sandboxes get together
+    against the worker and its siblings (each sandbox then has an equal part of it)."""
+    if version() == 2:
+        target, value = bases["cpu"] / "cpu.weight", str(weight)
+    else:
+        target, value = bases["cpu"] / "cpu.shares", str(_shares_of_weight(weight))
+    if _read(target).strip() != value:
+        _write(target, value)
 
 
 def _v1_bases(configured: str) -> dict[str, Path]:

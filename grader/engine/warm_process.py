@@ -80,7 +80,8 @@ class WarmProcess:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = "/"
             try:
-                self.cgroup = cgroup.SandboxCgroup.create(self.config.sandbox_cgroup)
+                self.cgroup = cgroup.SandboxCgroup.create(self.config.sandbox_cgroup,
+                                                          cpu_weight=self.config.sandbox_cpu_weight)
                 self.cgroup.set_memory_max(self.idle_memory_bytes)
             except cgroup.CgroupUnavailable as exc:
                 self.cgroup = None
