@@ -41,6 +41,7 @@ _KEYCTL_JOIN_SESSION_KEYRING = 1
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 
@@ -110,7 +111,7 @@ def own_session() -> None:
 
 def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None]) -> None:
     """A child's own walls, before anything untrusted runs: the children's uid, and
-    (inside the sandbox) a user, IPC and mount namespace of its own with a private /tmp
+    (inside the sandbox) a user, IPC, network and mount namespace of its own with a private /tmp
     of ``tmp_bytes``, in which ``populate()`` writes ``folder``, then made read-only; no
     further user namespaces (through which an unbounded tmpfs could be mounted), and no
     capabilities left. A step that fails ends the child with NOT_ISOLATED."""
@@ -128,7 +129,9 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
         return
     uid, gid = os.getuid(), os.getgid()
     libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
-    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS), "unshare")
+    # A network namespace of its own too, its loopback down: no socket a call opens (and no
+    # port number, nor TIME_WAIT entry, that would outlive it) is seen by another call.
+    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET), "unshare")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
