@@ -358,3 +358,13 @@ def test_the_catalogues_best_scores_wait_while_an_assignment_holds_the_exercise(
     assert "after the due date" in mine.split("Best scores")[1].split("</ul>")[0]
     with clock.travel(DUE + timedelta(minutes=1)):
         assert "6 / 6" in ada.get("/exercises").get_data(as_text=True)
+
+
+def test_an_assignments_practice_run_is_dated_in_its_courses_time(site, database_url, late_assignment):
+    assignment_id, token = late_assignment
+    api = site.test_client()
+    run = api.post("/api/v1/submissions", json={"assignment": assignment_id, "source": GOOD, "practice": True},
+                   headers={"Authorization": f"Bearer {token}"}).get_json()
+    ada = site.test_client()
+    sign_in(ada, "ada@example.org")
+    assert "KST (Asia/Seoul)" in ada.get(f"/practice/{run['id']}").get_data(as_text=True)

@@ -17,7 +17,7 @@ from grader.web import bp, errors
 from grader.web.auth import login_required
 from grader.web.courses import _assignment, _assignment_page
 from grader.web.render import localized_tests
-from grader.web.views import _error_text, _exercise_page, lang, posted_source, published
+from grader.web.views import _error_text, _exercise_page, courses_of, lang, posted_source, published
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -83,8 +83,10 @@ def practice_run(run_id: str):
     with get_db() as s:
         row = _own_run(s, run_id)
         exercise_row, status = row.exercise, runs.shown_status(row)
+        course = courses_of(s, [row]).get(row.assignment_id)  # an assignment's run: its course's time
     tests = localized_tests(row.report, lang()) if row.report and status == "graded" else []
     return render_template("practice.html", submission=row, exercise=exercise_row, owner=g.user, tests=tests,
+                           course=course,
                            status=status, pending=status in PENDING, held=None, practice=True,
                            status_url=url_for("web.practice_status", run_id=run_id))
 
