@@ -31,7 +31,7 @@ class Code:
     values: dict = field(default_factory=dict)  # fixed parameters of the words (limits)
 
 
-_NOT_FOUND, _BAD_BODY, _REFUSED_NOW = Code(404), Code(422), Code(409)
+_NOT_FOUND, _BAD_BODY = Code(404), Code(422)
 
 CODES: dict[str, Code] = {
     # Who is asking

@@ -1,7 +1,8 @@
 """/api/v1 practice runs: ``"practice": true`` in POST /submissions runs the source against
 the exercise's visible tests alone, through the same queue and sandbox, counted for nothing
 (no best score, no attempt, no gradebook, LMS or webhook), taken as a submission is
-(courses.take); GET /practice-runs/<id> follows it. They are limited per user apart from submissions (GRADER_PRACTICE_RATE_LIMIT)."""
+(courses.take); GET /practice-runs/<id> follows it. They are limited per user apart from
+submissions (GRADER_PRACTICE_RATE_LIMIT)."""
 
 from __future__ import annotations
 

@@ -32,8 +32,9 @@ from grader.courses.visibility import Seen, held_report, seen
 
 __all__ = [
     "STANDING_TASK", "announce_standing", "course_of", "create_assignment", "extension_of", "grant_extension",
-    "override_of", "rules_of", "set_override", "COUNTED_STATUSES", "Standing", "counted", "exercise_held_until", "feedback_held_until",
-    "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES", "RosterResult", "course_by_id",
+    "override_of", "rules_of", "set_override", "COUNTED_STATUSES", "Standing", "counted", "exercise_held_until",
+    "feedback_held_until", "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES",
+    "RosterResult", "course_by_id",
     "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",
     "shown", "zone", "Seen", "held_report", "seen", "Taken", "take",
 ]

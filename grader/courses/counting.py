@@ -97,26 +97,25 @@ def standing(session: Session, assignment: Assignment, user: User) -> Standing:
     rules = rules_of(assignment, extension)
     made = _attempts(session, assignment, user.id)
     graded = [s for s in made if s.status == SubmissionStatus.GRADED]
-    refusal = None
+    refusal, moment = None, now()  # one moment for every answer below
     try:
-        course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
+        course_rules.may_submit(rules, moment, len(made), aware(made[-1].created_at) if made else None)
     except Refusal as exc:
         refusal = exc
-    moment = now()
     late_by = moment - rules.due_at if moment > rules.due_at else None
     return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal,
-                    _held_until(rules), late_by, course_rules.late_penalty(rules, moment))
+                    _held_until(rules, moment), late_by, course_rules.late_penalty(rules, moment))
 
 
 def release_of(session: Session, assignment: Assignment, user_id: int) -> datetime | None:
     """When the hidden tests' results of the student's work on ``assignment`` are released
     to them (their own due date, an extension's included), while that is still ahead; None
     once released or never held. Every surface asks this: pages, API, LMS passback, notes."""
-    return _held_until(rules_of(assignment, extension_of(session, assignment, user_id)))
+    return _held_until(rules_of(assignment, extension_of(session, assignment, user_id)), now())
 
 
-def _held_until(rules: Rules) -> datetime | None:
-    return None if course_rules.feedback_released(rules, now()) else rules.due_at
+def _held_until(rules: Rules, moment: datetime) -> datetime | None:
+    return None if course_rules.feedback_released(rules, moment) else rules.due_at
 
 
 def feedback_held_until(session: Session, row: Submission, viewer_id: int) -> datetime | None:

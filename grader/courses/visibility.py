@@ -59,25 +59,23 @@ def seen(session: Session, row: Submission, viewer: User | None) -> Seen:
     the work to (the API key that made it), which sees everything. The caller has checked
     that the viewer may see the row at all (access.may_see, or the key's own)."""
     tests = list((row.report or {}).get("tests") or [])
-    assignment = session.get(Assignment, row.assignment_id) if row.assignment_id is not None else None
-    if assignment is None:
-        held_until = feedback_held_until(session, row, viewer.id) if viewer is not None else None
-        if held_until:  # the free catalogue, on an exercise an assignment of theirs holds
-            shown = [t for t in tests if t.get("visible")]
-            return Seen(held_until, None, None, shown, len(tests) - len(shown), _points(shown), None, None, None)
-        return Seen(None, row.score, row.max_score, tests, 0, _points(tests), None, None, None)
-    course = session.get(Course, assignment.course_id)
-    rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
+    # Held for an assignment's submission, and for free work on an exercise an assignment
+    # of the author's holds (feedback_held_until says which).
     held_until = feedback_held_until(session, row, viewer.id) if viewer is not None else None
-    submitted = aware(row.created_at)
-    late, penalty = submitted > rules.due_at, course_rules.late_penalty(rules, submitted)
+    assignment = session.get(Assignment, row.assignment_id) if row.assignment_id is not None else None
+    course, late, penalty = None, None, 0.0
+    if assignment is not None:
+        course = session.get(Course, assignment.course_id)
+        rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
+        submitted = aware(row.created_at)
+        late, penalty = submitted > rules.due_at, course_rules.late_penalty(rules, submitted)
     if held_until:
         shown = [t for t in tests if t.get("visible")]
         return Seen(held_until, None, None, shown, len(tests) - len(shown), _points(shown), assignment, course,
                     late, penalty)
-    counted = standing(session, assignment, row.user).counted
+    counted = standing(session, assignment, row.user).counted if assignment is not None else None
     return Seen(None, row.score, row.max_score, tests, 0, _points(tests), assignment, course, late, penalty,
-                counted.score, counted.max_score)
+                counted and counted.score, counted and counted.max_score)
 
 
 # Outcomes of a whole grade that no hidden test can have caused: the code did not parse or

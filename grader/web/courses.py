@@ -85,7 +85,8 @@ def late_warning(standing) -> str | None:
         return None
     minutes_late = math.ceil(standing.late_by.total_seconds() / 60)  # each begun minute
     days, hours, minutes = minutes_late // 1440, minutes_late % 1440 // 60, minutes_late % 60
-    by = (_("%(d)d days %(h)d hours", d=days, h=hours) if days else _("%(h)d hours %(m)d minutes", h=hours, m=minutes))
+    by = (_("%(d)d days %(h)d hours", d=days, h=hours) if days
+          else _("%(h)d hours %(m)d minutes", h=hours, m=minutes))
     if standing.penalty_now:
         return _("Submitting now is late by %(by)s: this submission would lose %(p)s%% of its score.",
                  by=by, p="%g" % standing.penalty_now)

@@ -42,9 +42,9 @@ def all_submissions():
         owners = {row.id: row.user for row in rows}
         slugs = access.course_exercises(s, g.user)
         course_of = courses_of(s, rows)
-    return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners, course_of=course_of,
-                           slugs=slugs, exercise=exercise, student=student, status=status, page=page,
-                           more=len(rows) > PAGE)
+    return render_template("instructor/submissions.html", submissions=rows[:PAGE], owners=owners,
+                           course_of=course_of, slugs=slugs, exercise=exercise, student=student, status=status,
+                           page=page, more=len(rows) > PAGE)
 
 
 @bp.get("/instructor/exercises")
