@@ -33,11 +33,17 @@ def test_nothing_left_on_the_loopback_reaches_the_next_submission(target, grade_
     assert leaks(after, (ATTACKS / "look_for_time_wait_ports.py").read_text()) == [], after.render()
 
 
-@pytest.mark.xfail(strict=True, reason="the visible test's message shows the hidden x[0] = 1.732, read back "
-                   "from the PID namespace's last-PID counter the hidden call advanced with threads")
 def test_hidden_inputs_cannot_cross_to_a_visible_call_through_the_pid_counter(target):
     g = graded(target, "hidden_input_in_the_pid_counter")
     assert "PID-COUNTER FOUND:" in g.report.output, g.report.output
+    assert g.report.status == "graded", g.report.render()
+    assert leaks(g.report, g.source) == [], message(g.report, visible=True)
+    assert_contained(g, target)
+
+
+def test_hidden_inputs_cannot_cross_to_a_visible_call_through_the_pids_proc_names(target):
+    g = graded(target, "hidden_input_in_outer_pids")
+    assert "OUTER-PID FOUND:" in g.report.output, g.report.output
     assert g.report.status == "graded", g.report.render()
     assert leaks(g.report, g.source) == [], message(g.report, visible=True)
     assert_contained(g, target)

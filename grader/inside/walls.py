@@ -4,10 +4,11 @@ A warm process (PID 1 of its sandbox, started by root through privileged bubblew
 calls :func:`become_sandbox_user` once: a size-capped /tmp, then two unprivileged uids
 outside any user namespace (it runs as A and keeps B, the uid of the children that run
 untrusted code, as its saved uid). Each such child then calls :func:`enter` before it
-runs anything untrusted: uid B for good, the parent-death signal, a user, IPC and mount
-namespace of its own with a private /tmp of bounded size, the folder it works in
-read-only, no further user namespaces, no capabilities. :func:`sweep` ends every process
-of the sandbox but the ones kept.
+runs anything untrusted: uid B for good, the parent-death signal, a user, IPC, network and
+mount namespace of its own with a private /tmp of bounded size, the folder it works in
+read-only, no further user namespaces, no capabilities; in the student's sandbox also a
+PID namespace of its own, with its own /proc. :func:`sweep` ends every process of the
+sandbox but the ones kept.
 
 Unsandboxed (the development mode) the same calls do what they can: the uid changes and
 namespaces are skipped, and the scratch folder is a private directory of its own.
@@ -16,9 +17,11 @@ namespaces are skipped, and the scratch folder is a private directory of its own
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 import resource
+import select
 import shutil
 import signal
 from typing import Callable
@@ -41,8 +44,9 @@ _KEYCTL_JOIN_SESSION_KEYRING = 1
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 0x20, 0x1000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 8, 0x20, 0x1000
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -50,11 +54,20 @@ libc = ctypes.CDLL(None, use_errno=True)
 child_uid: int | None = None  # the uid untrusted children run as, when it differs from ours
 
 
-def become_sandbox_user() -> None:
+# The parts of /proc bubblewrap covers read-only. A call's own /proc covers them again.
+_PROC_COVERS = ("irq", "bus")
+
+
+def become_sandbox_user(*, calls_mount_proc: bool = False) -> None:
     """Started by root (privileged bubblewrap): mount a size-capped /tmp, then drop
     to two unprivileged uids outside any user namespace. We run as A and keep B as
     our saved uid; each child becomes B for good. RLIMIT_NPROC then holds, files
-    owned by root stay unreadable, and a child cannot prlimit or ptrace us (uids differ)."""
+    owned by root stay unreadable, and a child cannot prlimit or ptrace us (uids differ).
+
+    ``calls_mount_proc``: the children mount a /proc of their own PID namespace. The kernel
+    lets a user namespace mount a proc only where the proc it already sees is shown whole,
+    so bubblewrap's read-only covers of /proc/irq and /proc/bus go here (their files are
+    root's to write, and neither uid is root); each child's own /proc covers them again."""
     global child_uid
     uid = int(os.environ.pop("GRADER_SANDBOX_UID", "0") or 0)
     tmp_bytes = int(os.environ.pop("GRADER_TMP_BYTES", "0") or 0)
@@ -63,6 +76,12 @@ def become_sandbox_user() -> None:
             options = f"size={tmp_bytes},mode=1777".encode()
             if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
                 raise SystemExit(f"cannot mount /tmp (errno {ctypes.get_errno()})")
+        if calls_mount_proc and IN_SANDBOX:
+            for name in _PROC_COVERS:
+                # (A cover is /proc/<name> bound onto itself: os.path.ismount cannot tell.)
+                if libc.umount2(f"/proc/{name}".encode(), 0) != 0 and ctypes.get_errno() not in (
+                        errno.EINVAL, errno.ENOENT):
+                    raise SystemExit(f"cannot uncover /proc/{name} (errno {ctypes.get_errno()})")
         child = uid + 1
         os.setgroups([])
         os.setresgid(uid, uid, child)
@@ -109,12 +128,17 @@ def own_session() -> None:
     join_new_keyring()
 
 
-def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None]) -> None:
+def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None],
+          own_pids: bool = False) -> None:
     """A child's own walls, before anything untrusted runs: the children's uid, and
     (inside the sandbox) a user, IPC, network and mount namespace of its own with a private /tmp
     of ``tmp_bytes``, in which ``populate()`` writes ``folder``, then made read-only; no
     further user namespaces (through which an unbounded tmpfs could be mounted), and no
-    capabilities left. A step that fails ends the child with NOT_ISOLATED."""
+    capabilities left. A step that fails ends the child with NOT_ISOLATED.
+
+    ``own_pids``: a PID namespace of its own too, with its own /proc (see
+    :func:`_first_of_its_pids`): this process forks once more, and what returns from here
+    is its child, PID 1 of the new namespace; this process waits for it and ends as it ended."""
     if child_uid is not None:
         os.setresgid(child_uid, child_uid, child_uid)
         os.setresuid(child_uid, child_uid, child_uid)
@@ -131,7 +155,8 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
     libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
     # A network namespace of its own too, its loopback down: no socket a call opens (and no
     # port number, nor TIME_WAIT entry, that would outlive it) is seen by another call.
-    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET), "unshare")
+    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET
+                       | (_CLONE_NEWPID if own_pids else 0)), "unshare")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
@@ -143,13 +168,77 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
     check(libc.mount(path, path, None, _MS_BIND, None), "work")
     check(libc.mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None),
           "read-only work")
-    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
-        fh.write("0")
-    drop_capabilities()
     # An OOM in the sandbox's cgroup ends this child (and what it started), not the
     # warm process, which the launcher made the last choice.
     with open("/proc/self/oom_score_adj", "w") as fh:
         fh.write("1000")
+    if own_pids:
+        _first_of_its_pids()
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+        fh.write("0")
+    drop_capabilities()
+
+
+def _first_of_its_pids() -> None:
+    """Fork into the PID namespace unshared before: the child, PID 1 there, returns from
+    here; this process waits for it and ends as it did, so that whoever waits for us
+    (the warm process) learns how the call ended.
+
+    Every PID of the sandbox's own namespace is handed out from one counter, which
+    would outlive the call: a call that spawns threads moves it, and a later call
+    (another test's, whose inputs differ) reads how far, from
+    /proc/sys/kernel/ns_last_pid or from its own PIDs. In a namespace of its own, a call
+    counts from 1 again, and its /proc (mounted here, for that namespace) shows its own
+    processes only: /proc/self no longer gives away a PID of the outer count. The child
+    is the namespace's init: when it ends, the kernel ends every process still in it."""
+    alive_r, alive_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.write(2, f"sandbox: could not isolate the call (own PIDs: {exc})\n".encode())
+        os._exit(NOT_ISOLATED)
+    if pid == 0:
+        os.close(alive_w)
+        # A parent-death signal is not inherited; set again, then make sure the parent
+        # had not ended already (its end closed the pipe). Its PID is outside our
+        # namespace, so getppid() cannot tell.
+        check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+        if select.select([alive_r], [], [], 0)[0]:
+            os._exit(PARENT_GONE)
+        os.close(alive_r)
+        # A session (and process group) of its own: kill(0, ...) reaches the call's
+        # processes, never the parent that waits.
+        own_session()
+        check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "own /proc")
+        for name in _PROC_COVERS:
+            cover = f"/proc/{name}".encode()
+            if os.path.isdir(cover):
+                check(libc.mount(cover, cover, None, _MS_BIND, None), f"/proc/{name}")
+                check(libc.mount(None, cover, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID
+                                 | _MS_NODEV | _MS_NOEXEC, None), f"read-only /proc/{name}")
+        return
+    # The parent runs nothing of the call: it holds none of its pipes (they end when the
+    # child's writes do) and no capability, and waits, holding the pipe whose end would
+    # tell the child that it is gone.
+    os.closerange(0, alive_w)
+    os.closerange(alive_w + 1, 65536)
+    drop_capabilities()
+    try:
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # noqa: BLE001 - nothing to wait for: the sandbox's failure
+        os._exit(NOT_ISOLATED)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            os.kill(os.getpid(), sig)
+        except BaseException:  # noqa: BLE001 - a signal we cannot raise: say which in the status
+            pass
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status))
 
 
 def check(result: int, step: str) -> None:

@@ -6,7 +6,9 @@ function and is never reused. The warm process is PID 1 of the sandbox's PID
 namespace (``bwrap --as-pid-1``): the kernel drops every signal its children
 send it, and after each call it kills every other process in the namespace,
 so nothing a submission starts (background processes, fork bombs) outlives
-its call. Nothing here initialises CUDA: a child does, after the fork.
+its call. Each call's code runs in a PID namespace of its own, nested in the
+sandbox's, so that no call learns from PIDs what another did. Nothing here
+initialises CUDA: a child does, after the fork.
 
 Only this module, ``walls``, ``wire``, ``seccomp`` and ``blocking`` are imported inside the
 sandbox.
@@ -45,7 +47,7 @@ def main() -> None:
     os.dup2(null, 1)  # nothing stray may reach the reply channel
     # As PID 1, a signal from inside the namespace arrives only if we handle it: handle none.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    walls.become_sandbox_user()
+    walls.become_sandbox_user(calls_mount_proc=True)
 
     import torch  # noqa: F401  (the point of being warm)
     from . import blocking, seccomp, wire  # noqa: F401  (here, not compiled afresh in every child)
@@ -459,8 +461,10 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
     os.close(req_r)
     files = request.get("files")
     limits = request.get("limits", {})
+    # From here on this is a process of the call's own PID namespace (PID 1 there); the
+    # child the warm process forked waits for it outside (walls.enter, own_pids).
     walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 64 << 20)), parent=parent, folder=WORK,
-                populate=lambda: _write_files(files if isinstance(files, dict) else {}))
+                populate=lambda: _write_files(files if isinstance(files, dict) else {}), own_pids=True)
     device = request.get("device", "cpu")
     _set_limits(limits, device)
     os.chdir(WORK)
