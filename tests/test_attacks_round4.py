@@ -1,6 +1,8 @@
 """Hostile submissions, fourth round: channels between the calls of one submission that
 outlive every process of a call (the sandbox's shared network and PID namespaces), and
-gradients made by hand that the by-hand check does not see.
+gradients made by hand that a reading of the source does not see (written from a helper
+function, through .data, by a hook, before backward(), or handed to backward() as its
+upstream gradient) or that a patched torch.Tensor would forge to the sandbox's encoder.
 
 Graded like tests/test_attacks.py, with its helpers. A test marked xfail(strict=True)
 keeps a weakness the engine still has; its reason says what the attack got.
@@ -64,23 +66,34 @@ def _full_marks_by_hand(exercise, name: str):
     return g
 
 
-@pytest.mark.xfail(strict=True, reason="6 of 6 points: x.grad = 4x assigned in a helper function passes "
-                   "the by-hand check, which reads grad_2xtx's body only")
 def test_a_gradient_assigned_in_a_helper_function_is_found_made_by_hand(autograd_basics):
     g = _full_marks_by_hand(autograd_basics, "grad_assigned_in_a_helper")
     assert g.report.score < g.report.max_score, g.report.render()
     assert any("assigned by hand" in (t.hint or "") for t in g.report.tests), g.report.render()
 
 
-@pytest.mark.xfail(strict=True, reason="6 of 6 points: x.backward(4 * x.detach()) puts a hand-made gradient "
-                   "into x.grad through backward() without building y")
 def test_backward_of_a_hand_made_gradient_earns_no_gradient_points(autograd_basics):
     g = _full_marks_by_hand(autograd_basics, "backward_of_a_hand_made_gradient")
     assert g.report.score < g.report.max_score, g.report.render()
 
 
-@pytest.mark.xfail(strict=True, reason="6 of 6 points: Tensor.grad replaced by a property at import answers "
-                   "4x to the sandbox's encoder; no backward(), no .grad written")
 def test_a_patched_grad_attribute_does_not_forge_the_gradient_autograd_left(autograd_basics):
     g = _full_marks_by_hand(autograd_basics, "grad_property_patched")
+    assert g.report.score < g.report.max_score, g.report.render()
+
+
+@pytest.mark.parametrize("name", ["grad_replaced_by_a_hook", "grad_written_through_data", "grad_written_before_backward"])
+def test_a_gradient_autograd_did_not_make_is_found_made_by_hand(autograd_basics, name):
+    g = _full_marks_by_hand(autograd_basics, name)
+    assert g.report.score < g.report.max_score, g.report.render()
+    assert any("assigned by hand" in (t.hint or "") for t in g.report.tests), g.report.render()
+
+
+def test_backward_through_a_graph_of_a_hand_made_upstream_gradient_earns_no_gradient_points(autograd_basics):
+    g = _full_marks_by_hand(autograd_basics, "backward_of_a_copy_with_a_hand_made_gradient")
+    assert g.report.score < g.report.max_score, g.report.render()
+
+
+def test_a_patched_detach_does_not_forge_the_values_the_sandbox_sends(autograd_basics):
+    g = _full_marks_by_hand(autograd_basics, "detach_patched_to_forge_grad")
     assert g.report.score < g.report.max_score, g.report.render()

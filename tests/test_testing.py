@@ -249,3 +249,37 @@ def test_a_gradient_made_by_hand_is_found_in_the_source(body, assigns):
     from grader.testing.evidence import assigns_grad
 
     assert assigns_grad(f"def grad_2xtx(x):\n{body}    return x.grad\n", "grad_2xtx") is assigns
+
+
+class _Graded:
+    """What expect_no_hand_made_grad reads of the student: the source and the latest calls."""
+
+    def __init__(self, source: str, *origins):
+        from grader.testing import Call
+
+        self.source = source
+        args = [TensorState(torch.ones(2), requires_grad=True, grad=TensorState(torch.ones(2)), grad_origin=o)
+                for o in origins]
+        self.last_calls = {"grad_2xtx": Call(None, args, {})}
+
+
+BY_HAND_SOURCE = "def grad_2xtx(x):\n    x.grad = 4 * x.detach()\n    return x.grad\n"
+PLAIN_SOURCE = "def grad_2xtx(x):\n    (2 * x @ x).backward()\n    return x.grad\n"
+
+
+@pytest.mark.parametrize("source, origins, fails", [
+    (PLAIN_SOURCE, ("written",), "assigned by hand"),  # the sandbox saw it written (from a helper, say)
+    (PLAIN_SOURCE, ("backward", "upstream"), "of your own making"),
+    (BY_HAND_SOURCE, ("backward",), None),  # what ran is what counts, not a line never reached
+    (BY_HAND_SOURCE, (None,), "assigned by hand"),  # nothing seen: the source decides
+    (PLAIN_SOURCE, (None,), None),
+])
+def test_a_hand_made_gradient_is_decided_from_what_the_sandbox_saw(source, origins, fails):
+    from grader.testing import expect_no_hand_made_grad
+
+    if fails is None:
+        expect_no_hand_made_grad(_Graded(source, *origins), "grad_2xtx")
+        return
+    with pytest.raises(Feedback) as failed:
+        expect_no_hand_made_grad(_Graded(source, *origins), "grad_2xtx")
+    assert fails in failed.value.hint.en

@@ -10,8 +10,8 @@ its call. Each call's code runs in a PID namespace of its own, nested in the
 sandbox's, so that no call learns from PIDs what another did. Nothing here
 initialises CUDA: a child does, after the fork.
 
-Only this module, ``walls``, ``wire``, ``seccomp`` and ``blocking`` are imported inside the
-sandbox.
+Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking`` and ``witness`` are imported
+inside the sandbox.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def main() -> None:
     walls.become_sandbox_user(calls_mount_proc=True)
 
     import torch  # noqa: F401  (the point of being warm)
-    from . import blocking, seccomp, wire  # noqa: F401  (here, not compiled afresh in every child)
+    from . import blocking, seccomp, wire, witness  # noqa: F401  (here, not compiled afresh in every child)
     seccomp.compiled()  # once, here, for every child
+    witness.install()  # every backward() records how it began (before the warm-up runs one)
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not
     # walk (and so copy, page by page) the whole inherited heap.
@@ -502,19 +503,21 @@ def _invoke(request, blob, device, wire) -> bytes:
     import importlib
     import torch
 
-    from . import blocking
+    from . import blocking, witness
     blocking.block(request.get("block", []))
     args = wire.to_sandbox(wire.decode(request.get("args", {"list": []}), blob))
     kwargs = wire.to_sandbox(wire.decode(request.get("kwargs", {"dict": []}), blob))
     if device == "cuda":
         args, kwargs = _to_device(args, torch), _to_device(kwargs, torch)
+    # Before the submission is imported: what it does at import cannot reach the hooks.
+    witness.watch([args, kwargs])
     module = importlib.import_module(request.get("module", "submission"))
     func = getattr(module, request["function"], None)
     if func is None:
         raise AttributeError(f"your submission defines no function named {request['function']!r}")
     value = func(*args, **kwargs)
     try:
-        tree, data = wire.encode({"value": value, "args": args, "kwargs": kwargs})
+        tree, data = wire.encode({"value": value, "args": args, "kwargs": kwargs}, grad_origin=witness.origin)
     except wire.WireError as exc:
         return wire.pack({"ok": False, "error": {"kind": "unencodable", "type": "ValueError",
                                                  "message": str(exc), "traceback": []}})

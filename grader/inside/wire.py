@@ -38,6 +38,17 @@ MAX_DEPTH = 24
 MAX_NODES = 100_000
 MAX_STRING = 1 << 20
 
+# How a tensor's .grad came to be, where the student sandbox saw it (see witness.py).
+GRAD_ORIGINS = ("backward", "upstream", "written")
+
+# A tensor's facts, read through torch's C-level attributes: a submission can replace what
+# ``torch.Tensor`` shows (Tensor.grad as a property answering a gradient of its own), never
+# these (TensorBase is an immutable type).
+_Base = torch._C.TensorBase
+_FACTS = {name: getattr(_Base, name).__get__ for name in (
+    "grad", "requires_grad", "is_leaf", "retains_grad", "grad_fn", "dtype", "shape", "device",
+    "is_sparse", "layout")}
+
 
 class WireError(Exception):
     """Data from the other side is malformed, too large or of a forbidden kind."""
@@ -54,6 +65,11 @@ class TensorState:
     grad: "TensorState | None" = None
     device: str = "cpu"
     retains_grad: bool = False
+    # For an argument of the call that was a leaf requiring grad, how its .grad came to be,
+    # as the student sandbox saw it: "backward" (added by autograd, through a graph, from
+    # an implicit gradient), "upstream" (by autograd, from a gradient handed to backward()),
+    # "written" (by anything else); None where nothing was seen (no .grad, other tensors).
+    grad_origin: str | None = None
 
     @property
     def shape(self):
@@ -90,13 +106,15 @@ class StudentException:
 
 # ---------------------------------------------------------------- encoding
 
-def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
+def encode(value: Any, *, states: bool = False, grad_origin=None) -> tuple[Any, bytes]:
     """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable.
 
     ``states``: a :class:`TensorState` (a tensor as decoded, with its autograd facts) is
     encoded as it stands, so that the facts survive being passed on (the worker relays
     what the student sandbox returned to the exercise sandbox). Off where the value
-    comes from student code, which has no business making one."""
+    comes from student code, which has no business making one.
+    ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be."""
+    fact = _FACTS
     parts: list[bytes] = []
     offset = [0]
 
@@ -104,13 +122,16 @@ def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
 
     def raw_bytes(values: torch.Tensor) -> memoryview:
         # A view of the tensor's own memory: the blob is joined once, not copied twice.
-        values = values.detach().to("cpu").contiguous()
-        if values.dtype == torch.bfloat16:
-            values = values.view(torch.int16)
-        return memoryview(values.numpy().reshape(-1).view("u1"))
+        # TensorBase's own methods, with no torch-function mode or override in the way:
+        # what torch.Tensor shows (detach, say) is the submission's to replace.
+        with torch._C.DisableTorchFunction():
+            values = _Base.contiguous(_Base.to(_Base.detach(values), "cpu"))
+            if fact["dtype"](values) == torch.bfloat16:
+                values = _Base.view(values, torch.int16)
+            return memoryview(_Base.numpy(values).reshape(-1).view("u1"))
 
     def node(raw: bytes, data: torch.Tensor, facts: dict, grad) -> dict:
-        out = {"dtype": _DTYPE_NAMES[data.dtype], "shape": list(data.shape), "offset": offset[0],
+        out = {"dtype": _DTYPE_NAMES[fact["dtype"](data)], "shape": list(fact["shape"](data)), "offset": offset[0],
                "nbytes": len(raw), **facts, "grad": grad}
         parts.append(raw)
         offset[0] += len(raw)
@@ -121,9 +142,11 @@ def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
         if depth > MAX_DEPTH or count[0] > MAX_NODES:
             raise WireError("value is nested too deeply or has too many parts (a .grad counts as one)")
         grad = state(s.grad, depth + 1)["tensor"] if s.grad is not None else None
-        return node(raw_bytes(s.data), s.data, {
-            "requires_grad": s.requires_grad, "is_leaf": s.is_leaf, "retains_grad": s.retains_grad,
-            "grad_fn": s.grad_fn, "device": s.device}, grad)
+        facts = {"requires_grad": s.requires_grad, "is_leaf": s.is_leaf, "retains_grad": s.retains_grad,
+                 "grad_fn": s.grad_fn, "device": s.device}
+        if s.grad_origin is not None:
+            facts["grad_origin"] = s.grad_origin
+        return node(raw_bytes(s.data), s.data, facts, grad)
 
     def tensor(t: torch.Tensor, depth: int):
         count[0] += 1
@@ -132,21 +155,25 @@ def encode(value: Any, *, states: bool = False) -> tuple[Any, bytes]:
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise WireError(f"a {type(t).__name__} (a torch.Tensor subclass) cannot be graded; "
                             "return a plain tensor")
-        if t.dtype not in _DTYPE_NAMES:
-            raise WireError(f"tensors of dtype {t.dtype} cannot be graded")
-        if t.is_sparse or t.layout != torch.strided:
+        if fact["dtype"](t) not in _DTYPE_NAMES:
+            raise WireError(f"tensors of dtype {fact['dtype'](t)} cannot be graded")
+        if fact["is_sparse"](t) or fact["layout"](t) != torch.strided:
             raise WireError("sparse tensors cannot be graded; return a dense tensor")
         raw = raw_bytes(t)
         grad = None
-        if t.is_leaf or t.retains_grad:
-            g = t.grad
+        if fact["is_leaf"](t) or fact["retains_grad"](t):
+            g = fact["grad"](t)
             if g is not None:
                 grad = tensor(g, depth + 1)["tensor"]
-        return node(raw, t, {
-            "requires_grad": bool(t.requires_grad), "is_leaf": bool(t.is_leaf),
-            "retains_grad": bool(t.retains_grad),
-            "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
-            "device": str(t.device)}, grad)
+        grad_fn = fact["grad_fn"](t)
+        facts = {"requires_grad": bool(fact["requires_grad"](t)), "is_leaf": bool(fact["is_leaf"](t)),
+                 "retains_grad": bool(fact["retains_grad"](t)),
+                 "grad_fn": type(grad_fn).__name__ if grad_fn is not None else None,
+                 "device": str(fact["device"](t))}
+        seen = grad_origin(t) if grad_origin is not None and grad is not None else None
+        if seen is not None:
+            facts["grad_origin"] = seen
+        return node(raw, t, facts, grad)
 
     def walk(v: Any, depth: int):
         if isinstance(v, torch.Tensor):
@@ -230,6 +257,9 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
         grad_fn, device = node.get("grad_fn"), node.get("device", "cpu")
         if grad_fn is not None and (type(grad_fn) is not str or len(grad_fn) > 200):
             raise WireError("malformed grad_fn")
+        grad_origin = node.get("grad_origin")
+        if grad_origin is not None and grad_origin not in GRAD_ORIGINS:
+            raise WireError("malformed grad_origin")
         if type(device) is not str or len(device) > 32:
             raise WireError("malformed device")
         grad_node = node.get("grad")
@@ -256,6 +286,7 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
             grad_fn=grad_fn,
             grad=grad,
             device=device,
+            grad_origin=grad_origin,
         )
 
     def walk(node: Any, depth: int) -> Any:

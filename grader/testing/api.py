@@ -97,6 +97,7 @@ class Student:
 
     def __init__(self, channel):
         self._channel = channel
+        self.last_calls: dict[str, Call] = {}  # each function's latest call, for checks that name it
 
     @property
     def device(self) -> str:
@@ -125,7 +126,10 @@ class Student:
         outcome = self._channel.call(module, function, list(args), dict(kwargs))
         if outcome.kind != "ok":
             raise StudentError(outcome.kind, shown_as or function, outcome.detail, outcome.error)
-        return Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)
+        call = Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)
+        if module == "submission":
+            self.last_calls[function] = call
+        return call
 
 
 # ------------------------------------------------------------------ what the student's code returned
@@ -333,14 +337,44 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
                  hint=hint)
 
 
-def expect_no_hand_made_grad(student: Student, function: str, name: str = "x") -> None:
-    """Fail when ``function`` stores a gradient of its own making into a ``.grad``."""
+def expect_no_hand_made_grad(student: Student, function: str, name: str = "x", *, call: Call | None = None) -> None:
+    """Fail when ``function`` stores a gradient of its own making into a ``.grad``.
+
+    Decided from what the student sandbox saw autograd do (``TensorState.grad_origin`` of
+    each tensor argument of ``call``, by default the test's latest call of ``function``):
+    a .grad written by anything but autograd (assigned anywhere, in a helper too, or
+    written in place), or filled by a backward() handed a gradient worked out by hand
+    (``x.backward(4 * x)``), fails. Where the sandbox saw nothing (no call, or a tensor that
+    was not a leaf requiring grad when passed), the source is read instead (as text, never
+    run): an assignment to a .grad, or a write into one, in ``function``'s body.
+    """
+    call = call if call is not None else student.last_calls.get(function)
+    seen = [s.grad_origin for s in _tensor_states(call) if s.grad is not None] if call is not None else []
+    if "written" in seen:
+        raise _hand_written(function, name)
+    if "upstream" in seen:
+        raise Feedback(_("{function}() hands backward() a gradient it worked out itself; the gradient must "
+                         "come from backpropagating through what the function computes").format(function=function),
+                       _("{name}.grad was filled by a backward() that started from {name} itself, or from an "
+                         "output given a gradient of your own making (backward(gradient=...)), so autograd only "
+                         "copied that gradient. Compute the output from {name} and call backward() on it with "
+                         "no gradient argument.").format(name=name))
+    if seen and all(origin == "backward" for origin in seen):
+        return  # autograd left every one: the source's wording does not matter
     if assigns_grad(student.source, function):
-        raise Feedback(_("{function}() writes a value into a .grad itself; the gradient must be left there by "
-                         "backward()").format(function=function),
-                       _("{name}.grad was assigned by hand ({name}.grad = ..., or written in place with add_, "
-                         "copy_ and the like), not left there by backward(). Let backward() fill {name}.grad."
-                         ).format(name=name))
+        raise _hand_written(function, name)
+
+
+def _hand_written(function: str, name: str) -> Feedback:
+    return Feedback(_("{function}() writes a value into a .grad itself; the gradient must be left there by "
+                      "backward()").format(function=function),
+                    _("{name}.grad was assigned by hand ({name}.grad = ..., or written in place with add_, "
+                      "copy_ and the like), not left there by backward(). Let backward() fill {name}.grad."
+                      ).format(name=name))
+
+
+def _tensor_states(call: Call) -> list[TensorState]:
+    return [s for s in list(call.args) + list(call.kwargs.values()) if isinstance(s, TensorState)]
 
 
 def expect_leaf(state: TensorState, name: str = "x", *, hint: Text | None = None) -> None:
