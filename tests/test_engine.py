@@ -153,3 +153,34 @@ def test_a_known_student_error_can_carry_the_hint_that_explains_it(tmp_path):
     test = grade(str(bundle), source).tests[0]
     assert not test.passed and test.hint == "use retain_graph=True"
     assert "RuntimeError" in test.message and "line 4" in test.message
+
+
+def test_a_value_of_the_wrong_kind_read_by_a_test_is_the_students_mistake_not_the_exercises(tmp_path):
+    bundle = tmp_path / "reads"
+    (bundle / "tests").mkdir(parents=True)
+    (bundle / "exercise.toml").write_text('slug = "reads"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
+    for name in ("README.md", "starter.py", "solution.py"):
+        (bundle / name).write_text("")
+    # Tests that read what f returned without checking its kind first, as an exercise may.
+    (bundle / "tests" / "test_reads.py").write_text(
+        "import torch\n"
+        "from grader.testing import visible\n"
+        "@visible\n"
+        "def test_unpacks_a_pair(student):\n"
+        "    g1, g2 = student.call('f', torch.ones(2, requires_grad=True)).value\n"
+        "    assert g1 is not None\n"
+        "def test_reads_a_key(student):\n"
+        "    assert student.call('f', torch.ones(2, requires_grad=True)).value['loss'] is not None\n"
+        "def test_reads_the_gradient(student):\n"
+        "    call = student.call('f', torch.ones(2, requires_grad=True))\n"
+        "    assert call.args[0].grad.data is not None\n")
+    for returns, shown in (("(x, x, x)", "3 values, where 2 are expected"), ("None", "cannot unpack"),
+                           ("1.5", "cannot unpack")):
+        report = grade(str(bundle), f"def f(x):\n    return {returns}\n")
+        assert report.status == "graded" and report.score == 0, report.render()
+        assert not any("exercise's own tests" in w for w in report.warnings), report.render()
+        assert not any("not your mistake" in (t.message or "") for t in report.tests), report.render()
+        unpacks = next(t for t in report.tests if t.visible)
+        assert unpacks.message.startswith("f() returned ") and shown in unpacks.message, unpacks.message
+    report = grade(str(bundle), "def f(x):\n    (2 * x @ x).backward()\n    return {'loss': 1.0}\n")
+    assert [t.passed for t in report.tests] == [False, True, True], report.render()  # a dict of 1 key: no pair

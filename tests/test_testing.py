@@ -283,3 +283,60 @@ def test_a_hand_made_gradient_is_decided_from_what_the_sandbox_saw(source, origi
     with pytest.raises(Feedback) as failed:
         expect_no_hand_made_grad(_Graded(source, *origins), "grad_2xtx")
     assert fails in failed.value.hint.en
+
+
+def test_unpacking_what_the_student_returned_into_too_many_or_too_few_names_is_the_students_mistake():
+    from grader.testing.api import returned
+
+    three = returned((torch.ones(2), torch.ones(2), torch.ones(2)), "two_gradients")
+    with pytest.raises(Feedback) as failed:
+        g1, g2 = three
+    message, _hint, exercise_bug = revealed(failed.value, visible=True)
+    assert not exercise_bug and message.en.startswith("two_gradients() returned a tuple (")
+    assert message.en.endswith("3 values, where 2 are expected")
+    with pytest.raises(Feedback, match="1 values, where at least 2 are expected"):
+        first, *middle, last = returned([torch.ones(2)], "f")
+    g1, g2 = returned((1, 2), "f")  # the right number reads as ever
+    first, *rest = returned([1, 2, 3], "f")
+    assert (g1, g2, first, rest) == (1, 2, 1, [2, 3])
+    assert list(returned((1, 2, 3), "f")) == [1, 2, 3] and [v for v in returned([1], "f")] == [1]
+    assert dict(zip("ab", returned((1, 2), "f"))) == {"a": 1, "b": 2}
+
+
+def test_an_error_reading_a_returned_value_of_the_wrong_kind_is_the_students_mistake(tmp_path):
+    import importlib.util
+
+    from grader.testing import Call, api
+
+    (tmp_path / "tests").mkdir()
+    file = tmp_path / "tests" / "test_reads.py"
+    file.write_text("import torch\n\n"
+                    "def unpack(call):\n    g1, g2 = call.value\n\n"
+                    "def key(call):\n    return call.value['loss']\n\n"
+                    "def gradient(call):\n    return call.args[0].grad.data\n\n"
+                    "def misspelt(call):\n    return torch.tensr\n")
+    spec = importlib.util.spec_from_file_location("test_reads", file)
+    reads = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reads)
+    call = Call(None, [TensorState(torch.ones(2), requires_grad=True)], {})
+    api._this_test["calls"] = [("two_gradients", call)]
+    try:
+        for read in (reads.unpack, reads.key, reads.gradient):
+            with pytest.raises((TypeError, AttributeError)) as raised:
+                read(call)
+            found = api.misread(raised.value, tmp_path)
+            assert found is not None, read
+            message, _hint, exercise_bug = revealed(found, visible=True)
+            assert not exercise_bug and message.en.startswith("two_gradients() returned None, which is not what")
+        with pytest.raises(AttributeError) as raised:
+            reads.misspelt(call)
+        assert api.misread(raised.value, tmp_path) is None  # not a value the student returned
+        with pytest.raises(TypeError) as raised:
+            call.value[0]
+        assert api.misread(raised.value, tmp_path) is None  # not in the exercise's files
+        api._this_test["calls"] = []
+        with pytest.raises(TypeError) as raised:
+            reads.key(call)
+        assert api.misread(raised.value, tmp_path) is None  # the test had called nothing of the student's
+    finally:
+        api._this_test["calls"] = []

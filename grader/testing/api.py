@@ -25,10 +25,14 @@ report.
 
 from __future__ import annotations
 
+import dis
+import functools
 import hashlib
 import random
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 import pytest
@@ -129,6 +133,7 @@ class Student:
         call = Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)
         if module == "submission":
             self.last_calls[function] = call
+        _this_test["calls"].append((shown_as or function, call))
         return call
 
 
@@ -153,6 +158,35 @@ def _missing(function: str, whole: Any, part: Any) -> Feedback:
         function=function, got=describe(whole), part=repr(part)[:60]))
 
 
+@functools.lru_cache(maxsize=256)
+def _instructions(code) -> dict:
+    return {ins.offset: ins for ins in dis.get_instructions(code)}
+
+
+def _instruction(code, offset: int):
+    """The bytecode instruction at ``offset`` of a code object (what a frame is doing)."""
+    try:
+        return _instructions(code).get(offset)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_unpacking(value, function: str, frame) -> None:
+    """When the test's own line unpacks ``value`` (``g1, g2 = call.value``), the number
+    of values must fit; else the student's code returned the wrong number of them."""
+    ins = _instruction(frame.f_code, frame.f_lasti) if frame is not None else None
+    if ins is None or ins.arg is None:
+        return
+    if ins.opname == "UNPACK_SEQUENCE" and len(value) != ins.arg:
+        wanted = str(ins.arg)
+    elif ins.opname == "UNPACK_EX" and len(value) < (ins.arg & 0xFF) + (ins.arg >> 8):
+        wanted = _("at least {n}").format(n=(ins.arg & 0xFF) + (ins.arg >> 8))
+    else:
+        return
+    raise Feedback(_("{function}() returned {got}: {count} values, where {wanted} are expected").format(
+        function=function, got=describe(value), count=len(value), wanted=wanted))
+
+
 class _ReturnedDict(dict):
     def __init__(self, items: dict = (), function: str = "your function"):
         super().__init__(items)
@@ -167,6 +201,10 @@ class _ReturnedList(list):
         super().__init__(items)
         self._function = function
 
+    def __iter__(self):
+        _check_unpacking(self, self._function, sys._getframe(1))
+        return super().__iter__()
+
     def __getitem__(self, index):
         try:
             return super().__getitem__(index)
@@ -180,11 +218,73 @@ class _ReturnedTuple(tuple):
         made._function = function
         return made
 
+    def __iter__(self):
+        _check_unpacking(self, self._function, sys._getframe(1))
+        return super().__iter__()
+
     def __getitem__(self, index):
         try:
             return super().__getitem__(index)
         except (IndexError, TypeError):
             raise _missing(self._function, self, index) from None
+
+
+# The interpreter's ways of reading a value: unpacking, indexing, an attribute, iterating.
+_READING = frozenset({"UNPACK_SEQUENCE", "UNPACK_EX", "BINARY_SUBSCR", "LOAD_ATTR", "LOAD_METHOD",
+                      "GET_ITER", "FOR_ITER"})
+
+
+def misread(exc: BaseException | None, bundle: Path) -> Feedback | None:
+    """The student's mistake behind an error a hidden test ran into while it read what the
+    student's code returned, or None where the error is the exercise's own.
+
+    The error is the student's when the interpreter raised it (a TypeError, ValueError or
+    AttributeError) at a line of the exercise's own code (a file of ``bundle``) that reads a
+    value (unpacking ``g1, g2 = call.value`` of None or a tensor, ``value["loss"]`` of a
+    float, ``value.grad`` of a number), after the test called the student's code: the
+    exercise's tests pass on its reference solution, so what differs is what this code
+    returned. An AttributeError must name a value the student's code returned (its
+    ``.obj``): a misspelt ``torch.tensr`` stays the exercise's error.
+    """
+    calls = _this_test["calls"]
+    if not calls or isinstance(exc, Feedback) or not isinstance(exc, (TypeError, ValueError, AttributeError)):
+        return None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not _under(tb.tb_frame.f_code.co_filename, bundle):
+        return None
+    ins = _instruction(tb.tb_frame.f_code, tb.tb_lasti)
+    if ins is None or not (ins.opname in _READING or ins.opname == "BINARY_OP" and ins.argrepr == "[]"):
+        return None
+    if isinstance(exc, AttributeError) and not any(getattr(exc, "obj", object()) is part
+                                                   for _name, call in calls for part in _parts(call)):
+        return None
+    function, call = calls[-1]
+    return Feedback(_("{function}() returned {got}, which is not what the test reads from it ({error})").format(
+        function=function, got=describe(call.value), error=f"{type(exc).__name__}: {exc}"[:300]))
+
+
+def _under(path: str, root: Path) -> bool:
+    try:
+        return Path(path).resolve().is_relative_to(Path(root).resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _parts(call: "Call"):
+    """Everything a call handed back: its value and arguments, all they hold, and each
+    tensor's .grad."""
+    stack = [call.value, *call.args, *call.kwargs.values()]
+    while stack:
+        part = stack.pop()
+        yield part
+        if isinstance(part, dict):
+            stack.extend(part.values())
+        elif isinstance(part, (list, tuple)):
+            stack.extend(part)
+        elif isinstance(part, TensorState):
+            stack.append(part.grad)
 
 
 # A hidden test that names a value's type (type(value).__name__) tells the student "list",
@@ -405,6 +505,8 @@ def pytest_configure(config):
 # The submission under test: one per grade (each grade is a process of its own), for the
 # checks that read its source as evidence without every test passing it along.
 _graded: dict[str, str] = {}
+# The calls the test now running made, for telling its errors apart (misread).
+_this_test: dict[str, list] = {"calls": []}
 
 
 @pytest.fixture
@@ -422,4 +524,5 @@ def _seeded(request):
     # would also queue a (slow, stack-capturing) seed for every accelerator backend.
     torch.default_generator.manual_seed(seed)
     random.seed(seed)
+    _this_test["calls"] = []
     yield

@@ -15,6 +15,7 @@ from typing import Callable
 import pytest
 
 from grader.protocol.report import TestResult, coarse_ms
+from grader.testing.api import misread
 from grader.testing.feedback import Text, revealed
 from grader.protocol import SuiteRun
 
@@ -27,8 +28,10 @@ _UNUSED_PLUGINS = ("terminal", "cacheprovider", "doctest", "junitxml", "pastebin
 class _Collector:
     """A pytest plugin object: hands out the channel, records verdicts, reports progress."""
 
-    def __init__(self, channel, on_progress: Callable[[int, int], None] | None, visible_only: bool = False):
+    def __init__(self, channel, on_progress: Callable[[int, int], None] | None, visible_only: bool = False,
+                 bundle: Path | None = None):
         self.channel = channel
+        self.bundle = bundle  # the exercise's folder: its files' errors may be the student's (misread)
         self.on_progress = on_progress
         self.visible_only = visible_only
         self.total = 0
@@ -96,6 +99,8 @@ class _Collector:
             return result
         excinfo = next((exc for rep, exc in phases.values() if rep.failed and exc is not None), None)
         exc = excinfo.value if excinfo is not None else None
+        if self.bundle is not None:
+            exc = misread(exc, self.bundle) or exc  # a wrong kind of value returned, read by the test
         message, hint, exercise_bug = revealed(exc, visible)
         marker = item.get_closest_marker("hint")
         hint = hint or (Text.of(marker.kwargs.get("en"), marker.kwargs.get("ko")) if marker else None)
@@ -117,7 +122,7 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False)
     """Run the suite in ``root``/tests (a bundle's folder) against ``channel``; with
     ``visible_only``, its visible tests alone (an exercise may have none)."""
     tests_dir = root / "tests"
-    collector = _Collector(channel, on_progress, visible_only)
+    collector = _Collector(channel, on_progress, visible_only, bundle=root)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
             "--rootdir", str(root), "--confcutdir", str(tests_dir),
             "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing.api",
