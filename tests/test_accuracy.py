@@ -38,6 +38,8 @@ def test_source_evidence_reads_hand_made_grads_and_rebuilt_graphs():
     assert rebuilds_graph("def f(x):\n    for _ in range(2):\n        (x ** 3).sum().backward()\n", "f")
     assert not rebuilds_graph("def f(x):\n    y = (x ** 3).sum()\n    y.backward(retain_graph=True)\n"
                               "    y.backward()\n", "f")
+    assert not rebuilds_graph("def f(x):\n    y = (x ** 3).sum()\n    torch.autograd.backward(y, retain_graph=True)\n"
+                              "    torch.autograd.backward(y)\n", "f")
 
 
 def test_mutation_operators_cover_the_course_mistakes():

@@ -258,8 +258,7 @@ def rebuilds_graph(source: str, function: str) -> bool:
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and _called_name(node) == "backward":
             target = node.func.value if isinstance(node.func, ast.Attribute) else None
-            if isinstance(node.func, ast.Attribute) and isinstance(target, ast.Name) and target.id in (
-                    "torch", "autograd"):
+            if isinstance(node.func, ast.Attribute) and _dotted(target) in ("torch", "autograd", "torch.autograd"):
                 target = node.args[0] if node.args else None  # torch.autograd.backward(y)
             if isinstance(target, ast.Name):
                 receivers.add(target.id)
