@@ -16,6 +16,7 @@ from grader.api.views import error_response
 from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
 from grader.web import lti as lti_views
+from grader.web import mail as web_mail
 from grader import logs
 from grader.ops import views as ops_views
 from grader.settings import MAX_SOURCE_BYTES, Settings, private_dir, settings
@@ -49,6 +50,8 @@ def create_app(config: dict | None = None, *, using: Settings | None = None) -> 
         LOGIN_ACCOUNT_LIMIT=defaults.login_account_limit,
         LOGIN_ADDRESS_LIMIT=defaults.login_address_limit,
         SIGNUP_ADDRESS_LIMIT=defaults.signup_address_limit,
+        RESET_ACCOUNT_LIMIT=defaults.reset_account_limit,
+        RESET_ADDRESS_LIMIT=defaults.reset_address_limit,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=defaults.session_hours),
         FRAME_ANCESTORS=defaults.frame_ancestors,
         RATELIMIT_STORAGE_URI=defaults.redis_url,
@@ -78,6 +81,9 @@ def create_app(config: dict | None = None, *, using: Settings | None = None) -> 
     # The LMS posts these cross-site; state, nonce and the platform's signature protect them.
     csrf.exempt(lti_views.login)
     csrf.exempt(lti_views.launch)
+    # A mail program's one-click unsubscribe (RFC 8058) posts with no session: the link's
+    # key is what it proves, and all it can do is switch one kind of mail off.
+    csrf.exempt(web_mail.mail_stop)
     app.register_blueprint(lti_views.bp)
     app.register_blueprint(ops_views.bp)  # /healthz, /readyz, /metrics
     if defaults.trusted_proxies:

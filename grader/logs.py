@@ -32,6 +32,8 @@ _MASKS = (
     (re.compile(r"\bgk_[0-9a-f]{12}_[A-Za-z0-9_-]+"), "gk_***"),  # an API key (grader.accounts.keys)
     # an invitation link (grader.courses.invitations): its first 8 characters tell it apart
     (re.compile(r"(?P<keep>/join/[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+"), r"\g<keep>***"),
+    # a mailed link into an account (grader.accounts.links)
+    (re.compile(r"(?P<keep>/account/link/[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+"), r"\g<keep>***"),
 )
 
 _grading: ContextVar[dict | None] = ContextVar("grading", default=None)
@@ -95,7 +97,8 @@ def configure(log_format: str) -> None:
     """For a web process: the access logs (gunicorn's, Werkzeug's) are masked; in JSON mode
     the root logger writes JSON lines to stderr at INFO, and gunicorn's own loggers (errors,
     access) write JSON too."""
-    for name in ("gunicorn.access", "werkzeug"):
+    # Flask's own "Exception on <path>" line names the URL too (the app's logger: grader.app).
+    for name in ("gunicorn.access", "werkzeug", "grader.app"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, Masked) for f in logger.filters):
             logger.addFilter(Masked())

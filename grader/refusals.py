@@ -93,6 +93,16 @@ CODES: dict[str, Code] = {
                                       "number), and makes a student or a TA.")),
     "too_many_invitations": Code(422, _("The course has %(n)d open invitation links: revoke one you no longer need "
                                         "first.")),
+    # Accounts: made, signed into, their passwords
+    "invalid_account": Code(422), "no_account": Code(404),
+    "invalid_email": Code(422, _("That is not an e-mail address.")),
+    "short_password": Code(422, _("The password must be at least %(n)d characters.")),
+    "long_password": Code(422, _("The password is at most 1000 characters.")),
+    "passwords_differ": Code(422, _("The two passwords differ.")),
+    "invalid_name": Code(422, _("Give your name, at most 200 characters.")),
+    "email_taken": Code(409, _("There is already an account with this e-mail address.")),
+    "link_spent": Code(410, _("This link does not work: it was used already, has expired, or was not copied whole. "
+                              "Ask for a new one.")),
     # Personal tokens
     "token_unnamed": Code(422, _('Name the token (where you will use it, say "laptop" or "Colab").')),
     "token_name_too_long": Code(422, _("A token's name is at most 100 characters.")),

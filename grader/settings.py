@@ -52,6 +52,9 @@ class Settings:
     login_account_limit: str
     login_address_limit: str
     signup_address_limit: str
+    # "Forgot your password?" asked (mail or not), per address asked about and per client.
+    reset_account_limit: str
+    reset_address_limit: str
     session_hours: float  # a signed-in session ends this long after the sign-in
     # Origins that may frame the student pages besides the registered platforms' own (an LMS
     # whose pages live elsewhere than its issuer, such as a hosted Canvas's school domain).
@@ -86,10 +89,18 @@ class Settings:
     # The CPU weight (cgroup v2 units, 1-10000) of all of a worker's sandboxes together;
     # None: the worker's own group's, so that on a busy host they get what the worker gets.
     sandbox_cpu_weight: int | None = None
+    # Outgoing mail (grader.mail): "smtp://user:password@host:587" (STARTTLS where the server
+    # offers it; "?starttls=require" insists), "smtps://..." (TLS from the start); "": none,
+    # and mail goes to the instance folder's outbox and the administrators' mail page.
+    smtp_url: str = ""
+    mail_from: str = "grader@localhost"
+    # The site's address as the world reaches it: every link in a mail begins with it.
+    public_url: str = "http://127.0.0.1:8000"
 
     def secrets(self) -> list[str]:
         """What logs must never show (masked wherever it appears in a line)."""
-        return [s for s in (self.secret_key or "", self.metrics_token, self.api_key) if len(s) >= 8]
+        return [s for s in (self.secret_key or "", self.metrics_token, self.api_key, _password_of(self.smtp_url))
+                if len(s) >= 8]
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -116,6 +127,8 @@ class Settings:
             login_address_limit=os.environ.get("GRADER_LOGIN_ADDRESS_LIMIT", "20 per minute; 100 per hour"),
             # accounts made through invitation links, per address (a classroom shares one)
             signup_address_limit=os.environ.get("GRADER_SIGNUP_ADDRESS_LIMIT", "60 per hour; 300 per day"),
+            reset_account_limit=os.environ.get("GRADER_RESET_ACCOUNT_LIMIT", "3 per hour; 10 per day"),
+            reset_address_limit=os.environ.get("GRADER_RESET_ADDRESS_LIMIT", "20 per hour; 100 per day"),
             session_hours=float(os.environ.get("GRADER_SESSION_HOURS", 12)),
             frame_ancestors=os.environ.get("GRADER_FRAME_ANCESTORS", ""),
             cookie_secure=_flag("GRADER_COOKIE_SECURE"),
@@ -136,6 +149,9 @@ class Settings:
             now=os.environ.get("GRADER_NOW", "").strip(),
             prometheus_multiproc_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""),
             api_key=os.environ.get("GRADER_API_KEY", ""),
+            smtp_url=os.environ.get("GRADER_SMTP_URL", "").strip(),
+            mail_from=os.environ.get("GRADER_MAIL_FROM", "").strip() or "grader@localhost",
+            public_url=(os.environ.get("GRADER_PUBLIC_URL", "").strip() or "http://127.0.0.1:8000").rstrip("/"),
         )
 
 
@@ -173,6 +189,16 @@ def private_file(path: Path) -> Path:
     if mode & 0o077:
         path.chmod(mode & 0o700)
     return path
+
+
+def _password_of(url: str) -> str:
+    """The password in a URL's user part ("" where there is none)."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        return unquote(urlsplit(url).password or "")
+    except ValueError:
+        return ""
 
 
 def _cpu_weight(text: str) -> int | None:

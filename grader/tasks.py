@@ -22,7 +22,7 @@ GRADE_SOFT_LIMIT = max(1, GRADE_HARD_LIMIT - 60 if GRADE_HARD_LIMIT > 120 else G
 # Every deployment has CPU workers: tasks that only talk HTTP or SQL go there.
 NOTIFY_QUEUE = "cpu"
 TASK_MODULES = ["grader.submissions.tasks", "grader.catalog.tasks", "grader.courses.tasks", "grader.lti.tasks",
-                "grader.webhooks.tasks"]
+                "grader.webhooks.tasks", "grader.mail.tasks"]
 
 
 def make_celery(config: Settings | None = None) -> Celery:
@@ -47,7 +47,10 @@ def make_celery(config: Settings | None = None) -> Celery:
                        "end-lost-checks": {"task": "grader.end_lost_checks", "schedule": 60.0},
                        "sweep-stuck-regrades": {"task": "grader.sweep_regrades", "schedule": 60.0},
                        # LMS scores held with hidden results go once their release comes
-                       "release-held-lti-scores": {"task": "grader.lti.release_held", "schedule": 60.0}},
+                       "release-held-lti-scores": {"task": "grader.lti.release_held", "schedule": 60.0},
+                       "resend-lost-mail": {"task": "grader.mail.sweep", "schedule": 300.0},
+                       # students with an assignment due within a day and attempts left
+                       "remind-due-assignments": {"task": "grader.courses.remind_due", "schedule": 900.0}},
     )
     return app
 

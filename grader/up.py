@@ -339,6 +339,8 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRADER_DATABASE_URL": config.database_url, "GRADER_REDIS_URL": config.redis_url,
            "PYTHONUNBUFFERED": "1"}
+    # Links in mail lead where this service answers, unless the operator named its public address.
+    env.setdefault("GRADER_PUBLIC_URL", f"http://{_url_host(host)}:{port}")
     children = Children(logs, env)
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.monotonic()

@@ -182,6 +182,28 @@ def client(app):
     return app.test_client()
 
 
+@pytest.fixture
+def mailbox(tmp_path, monkeypatch):
+    """A real SMTP server on loopback that the service's mail goes to (tests/mailbox.py);
+    links in mail begin with https://grader.example.edu."""
+    from tests.mailbox import Mailbox
+
+    box = Mailbox(tmp_path).start()
+    monkeypatch.setenv("GRADER_SMTP_URL", box.url)
+    monkeypatch.setenv("GRADER_PUBLIC_URL", "https://grader.example.edu")
+    monkeypatch.setenv("GRADER_INSTANCE_DIR", str(tmp_path / "instance"))
+    yield box
+    box.stop()
+
+
+@pytest.fixture
+def deliver(redis, database_url, monkeypatch):
+    """Hand every queued mail to the mail task, as a worker would; returns how many."""
+    from tests.mailbox import deliver_queued
+
+    return lambda: deliver_queued(redis, database_url, monkeypatch)
+
+
 # ------------------------------------------------------------------ markers: the real parts a test uses
 
 # `bash scripts/test --fast` leaves out what starts a Celery worker, a browser or a sandbox,

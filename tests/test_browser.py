@@ -192,3 +192,48 @@ def test_no_draft_is_offered_when_there_is_none(browser, live_site):
     sign_in(page, live_site + "/exercises/autograd-basics", "ada@example.org")
     expect(page.get_by_label("Your code (Python)")).to_be_visible()
     expect(page.locator("#draft-offer")).to_be_hidden()
+
+
+def test_a_roster_student_follows_the_welcome_mail_sets_a_password_and_is_in_the_course(
+        browser, mailbox, live_site, database_url, tmp_path):
+    """The whole way in for a student a roster made: the instructor imports the roster in
+    the page, the worker mails the welcome to a real SMTP server, the student follows its
+    link, chooses a password and lands in the course, then signs in with it."""
+    import time
+
+    from playwright.sync_api import expect
+
+    from grader import courses
+    from tests.mailbox import link_in
+
+    with db.transaction(database_url) as session:
+        prof = users.create_user(session, email="prof@example.org", password="correct horse", role="instructor",
+                                 name="Prof")
+        courses.create_course(session, title="Deep learning", code="DL101", instructor=prof)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("email,name,role\ngrace@example.org,Grace Hopper,student\n")
+    teacher = browser.new_page(locale="en-US")
+    teacher.set_default_timeout(60_000)
+    sign_in(teacher, live_site + "/courses", "prof@example.org")
+    teacher.get_by_role("link", name="Deep learning").click()
+    teacher.get_by_label("Add members from a CSV file (columns email,name,role)").set_input_files(str(roster))
+    teacher.get_by_role("button", name="Import").click()
+    expect(teacher.get_by_role("status")).to_contain_text("mailed a link")
+
+    deadline = time.monotonic() + 60
+    while not mailbox.to("grace@example.org"):  # the worker's task, not this process, sends it
+        assert time.monotonic() < deadline, "no welcome mail reached the SMTP server"
+        time.sleep(0.2)
+    link = link_in(mailbox.to("grace@example.org")[0])
+    grace = browser.new_page(locale="en-US")
+    grace.set_default_timeout(60_000)
+    grace.goto(live_site + link)
+    expect(grace.get_by_role("heading", level=1)).to_have_text("Welcome: choose your password")
+    grace.get_by_label("Password (at least 8 characters)").fill("analytical engine")
+    grace.get_by_label("The same password again").fill("analytical engine")
+    grace.get_by_role("button", name="Set my password and sign in").click()
+    expect(grace.get_by_role("heading", level=1)).to_contain_text("Deep learning")
+
+    again = browser.new_page(locale="en-US")
+    sign_in(again, live_site + "/courses", "grace@example.org", "analytical engine")
+    expect(again.get_by_role("link", name="Deep learning")).to_be_visible()

@@ -28,6 +28,7 @@ from grader.courses import invitations
 from grader.courses.fields import CourseError
 from grader.courses.models import Course, CourseMember, Invitation
 from tests.forms import sign_in, token
+from tests.mailbox import link_in, text_of
 from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 
 NEWCOMER = {"name": "Grace Hopper", "email": "grace@example.org", "password": "cobol rules",
@@ -66,11 +67,30 @@ def accounts(database_url) -> int:
         return s.scalar(select(func.count(User.id)))
 
 
-def signup(client, link: str, **changes):
-    return client.post(f"{link}/account", data={**NEWCOMER, **changes, "csrf_token": token(client, link)})
+def ask(client, link: str, **changes):
+    """The join page's form: a name and an address (the answer: check your mail)."""
+    data = {**NEWCOMER, **changes}
+    return client.post(f"{link}/account", data={"name": data["name"], "email": data["email"],
+                                                "csrf_token": token(client, link)})
 
 
-def test_a_newcomer_makes_an_account_through_the_link_and_lands_in_the_course(prof, site, database_url):
+@pytest.fixture
+def signup(mailbox, deliver):
+    """Join through the link as a newcomer does: give a name and an address, follow the
+    link mailed to it, choose a password. Returns the last answer."""
+    def signup(client, link: str, **changes):
+        data = {**NEWCOMER, **changes}
+        asked = ask(client, link, **changes)
+        if asked.status_code != 200:
+            return asked
+        deliver()
+        follow = link_in(mailbox.to(data["email"])[-1])
+        return client.post(follow, data={"password": data["password"], "password_again": data["password_again"],
+                                         "csrf_token": token(client, follow)})
+    return signup
+
+
+def test_a_newcomer_makes_an_account_through_the_link_and_lands_in_the_course(prof, site, database_url, signup):
     teacher, course_url = prof
     link = make_link(teacher, course_url, max_uses="30")
     with db.transaction(database_url) as s:  # only the hash is kept: the link cannot be shown again
@@ -81,14 +101,15 @@ def test_a_newcomer_makes_an_account_through_the_link_and_lands_in_the_course(pr
 
     grace = site.test_client()
     page = grace.get(link).get_data(as_text=True)
-    assert "Join Deep learning" in page and "as: student" in page and "Make my account and join" in page
+    assert "Join Deep learning" in page and "as: student" in page and "Mail me a link" in page
     joined = signup(grace, link)
     assert joined.status_code == 303 and joined.headers["Location"] == course_url
     assert "Deep learning" in grace.get(course_url).get_data(as_text=True)  # signed in, a member
     assert role_of(database_url, "grace@example.org", course_url) == "student"
     with db.transaction(database_url) as s:
         grace_row = s.scalar(select(User).where(User.email == "grace@example.org"))
-        assert grace_row.self_registered and grace_row.role == "student" and grace_row.name == "Grace Hopper"
+        # The address was confirmed by following the mailed link: a roster naming it finds this account.
+        assert not grace_row.self_registered and grace_row.role == "student" and grace_row.name == "Grace Hopper"
         assert s.scalar(select(Invitation.uses)) == 1
     again = site.test_client()  # the new password is a real one
     assert sign_in(again, "grace@example.org", "cobol rules").status_code == 302
@@ -117,7 +138,7 @@ def test_a_ta_link_raises_a_student_and_never_lowers_an_instructor(prof, ada, da
     assert role_of(database_url, "prof@example.org", course_url) == "instructor"
 
 
-def test_an_expired_revoked_or_used_up_link_lets_no_one_in_and_makes_nothing(prof, site, database_url):
+def test_an_expired_revoked_or_used_up_link_lets_no_one_in_and_makes_nothing(prof, site, database_url, signup):
     teacher, course_url = prof
     expiring, revoked, single = (make_link(teacher, course_url, days="1"), make_link(teacher, course_url),
                                  make_link(teacher, course_url, max_uses="1"))
@@ -174,23 +195,63 @@ def test_the_last_place_goes_to_one_of_two_at_once(prof, database_url):
         assert s.scalar(select(func.count(CourseMember.id)).where(CourseMember.role == "student")) == 2  # Ada + one
 
 
-def test_sign_up_mistakes_are_said_and_keep_what_was_typed(prof, site, database_url):
+def test_sign_up_mistakes_are_said_and_keep_what_was_typed(prof, site, database_url, mailbox, deliver):
     teacher, course_url = prof
     link = make_link(teacher, course_url)
     visitor = site.test_client()
     before = accounts(database_url)
-    for changes, says in (({"password_again": "cobol rulez"}, "The two passwords differ."),
-                          ({"password": "short", "password_again": "short"}, "at least 8 characters"),
-                          ({"email": "ada@example.org"}, "There is already an account with this e-mail address"),
-                          ({"email": "not-an-address"}, "That is not an e-mail address."),
+    deliver()  # Ada's notice of the roster that put her in the course
+    mailbox.received.clear()
+    for changes, says in (({"email": "not-an-address"}, "That is not an e-mail address."),
                           ({"name": "   "}, "Give your name")):
-        refused = signup(visitor, link, **changes)
+        refused = ask(visitor, link, **changes)
         text = refused.get_data(as_text=True)
         assert refused.status_code == 422 and says in text, (changes, text[-2000:])
-        assert "cobol rules" not in text and ("Grace Hopper" in text or changes.get("name"))
+        assert "Grace Hopper" in text or changes.get("name")
+    assert deliver() == 0
+    # The password is chosen on the mailed link's page: its mistakes are said there, and spend nothing.
+    assert ask(visitor, link).status_code == 200 and deliver() == 1
+    follow = link_in(mailbox.to("grace@example.org")[0])
+    for password, again, says in (("cobol rules", "cobol rulez", "The two passwords differ."),
+                                  ("short", "short", "at least 8 characters")):
+        refused = visitor.post(follow, data={"password": password, "password_again": again,
+                                             "csrf_token": token(visitor, follow)})
+        assert refused.status_code == 422 and says in refused.get_data(as_text=True)
+        assert password not in refused.get_data(as_text=True)
     assert accounts(database_url) == before
-    assert role_of(database_url, "ada@example.org", course_url) == "student"  # and no one signed in as her
     assert "Sign in to join" in visitor.get(link).get_data(as_text=True)
+
+
+def test_an_address_with_an_account_gets_the_same_answer_and_a_link_that_signs_in(prof, site, database_url,
+                                                                                 mailbox, deliver):
+    """A class link probes no addresses: Ada's and a new one's answers are the same page;
+    Ada's mail signs her in and joins, and makes nothing; the newcomer's makes an account
+    only once its link is followed."""
+    teacher, course_url = prof
+    with db.transaction(database_url) as s:
+        other = courses.create_course(s, title="Advanced", code="DL201",
+                                      instructor=s.scalar(select(User).where(User.email == "prof@example.org")))
+        other_url = course_url.rsplit("/", 1)[0] + f"/{other.id}"
+    link = make_link(teacher, other_url)
+    visitor = site.test_client()
+    before = accounts(database_url)
+    deliver()  # Ada's notice of the roster that put her in the first course
+    mailbox.received.clear()
+    known = ask(visitor, link, email="ada@example.org", name="Not Ada")
+    new = ask(visitor, link, email="newbie@example.org")
+    assert known.status_code == new.status_code == 200
+    assert known.get_data(as_text=True) == new.get_data(as_text=True)
+    assert accounts(database_url) == before and deliver() == 2
+    [to_ada] = mailbox.to("ada@example.org")
+    assert "already has an account" in text_of(to_ada) and "ada" in text_of(to_ada)  # her own name, not the form's
+    follow = link_in(to_ada)
+    page = visitor.get(follow).get_data(as_text=True)
+    assert "Sign in and join" in page and "password" not in page.lower().split("<main")[-1].split("</form>")[0]
+    joined = visitor.post(follow, data={"csrf_token": token(visitor, follow)})
+    assert joined.status_code == 303 and joined.headers["Location"] == other_url
+    assert role_of(database_url, "ada@example.org", other_url) == "student"
+    assert "Advanced" in visitor.get(other_url).get_data(as_text=True)  # signed in as Ada
+    assert visitor.post(follow, data={"csrf_token": token(visitor, "/login")}).status_code == 410  # once
 
 
 def test_only_the_courses_instructor_makes_or_revokes_links(prof, site, ada, database_url):
@@ -234,10 +295,11 @@ def test_an_lms_course_takes_no_invitation_links(prof, database_url):
 
 
 def test_a_roster_line_does_not_hand_over_an_account_its_owner_made(prof, site, database_url):
-    """Someone who signed up through a link as another's address gets nothing when a
-    roster later names that address: the import is refused, whole."""
-    teacher, course_url = prof
-    signup(site.test_client(), make_link(teacher, course_url), email="victim@example.org")
+    """Someone who signed up through a link as another's address, before addresses were
+    confirmed by mail, gets nothing when a roster later names that address: the import
+    is refused, whole."""
+    with db.transaction(database_url) as s:
+        users.create_user(s, email="victim@example.org", password="long enough").self_registered = True
     with db.transaction(database_url) as s:
         other = courses.create_course(s, title="Advanced", code="DL201")
         with pytest.raises(CourseError) as refused:
@@ -256,11 +318,11 @@ def test_sign_ups_from_one_address_are_limited(prof, database_url, redis):
     link = make_link(teacher, course_url)
     strict = create_app({"TESTING": True, "DATABASE_URL": database_url, "SIGNUP_ADDRESS_LIMIT": "2 per hour"})
     visitor = strict.test_client()
-    answers = [signup(visitor, link, email=f"n{i}@example.org").status_code for i in range(3)]
-    assert answers[:2] == [303, 303] and answers[2] == 429
+    answers = [ask(visitor, link, email=f"n{i}@example.org").status_code for i in range(3)]
+    assert answers[:2] == [200, 200] and answers[2] == 429
 
 
-def test_the_command_line_prints_a_link_that_works(prof, site, database_url, monkeypatch):
+def test_the_command_line_prints_a_link_that_works(prof, site, database_url, monkeypatch, signup):
     from grader.cli import main
 
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
@@ -280,7 +342,7 @@ def test_the_join_page_comes_in_korean(prof, site):
     link = make_link(teacher, course_url)
     visitor = site.test_client()
     page = visitor.get(link, headers={"Accept-Language": "ko"}).get_data(as_text=True)
-    assert 'lang="ko"' in page and "Make my account and join" not in page
+    assert 'lang="ko"' in page and "Mail me a link" not in page
 
 
 @pytest.mark.slow  # takes seconds: left out of the fast loop

@@ -355,7 +355,7 @@ def test_every_interface_string_has_a_korean_translation():
     po = read_po((translations / "messages.po").open("rb"))
     mo = read_mo((translations / "messages.mo").open("rb"))
     method_map = [("web/**.py", "python"), ("lti/**.py", "python"), ("refusals.py", "python"),
-                  ("templates/**.html", "jinja2")]
+                  ("templates/**.html", "jinja2"), ("templates/mail/**.txt", "jinja2")]
     used = {message for _, _, message, *_ in extract_from_dir(ROOT / "grader", method_map)}
     untranslated = sorted(m for m in used if not (po.get(m) and po.get(m).string))
     assert not untranslated, f"add these to messages.po: {untranslated}"

@@ -19,6 +19,7 @@ from grader import clock, courses, db
 from grader.accounts import users
 from grader.accounts.models import User
 from grader.submissions.models import Submission
+from tests.mailbox import queued_mail
 from tests.forms import sign_in, token
 from tests.test_web import GOOD, TWICE, ada, rows, site, store_grade  # noqa: F401  (fixtures too)
 
@@ -27,7 +28,7 @@ HOUR = timedelta(hours=1)
 
 
 @pytest.fixture
-def course(site, database_url):
+def course(site, database_url, redis):
     """Ines (a local instructor) made DL101 in Seoul with Ada in it, and one assignment of
     autograd-basics due 2026-12-10 23:59 there: two attempts, hidden results after the due date."""
     with db.transaction(database_url) as s:
@@ -42,6 +43,7 @@ def course(site, database_url):
         "roster": (io.BytesIO(b"email,name,role\nada@example.org,Ada,student\n"), "roster.csv"),
         "csrf_token": token(prof, course_url)})
     assert "1 members added" in roster.get_data(as_text=True)
+    queued_mail(redis)  # Ada's "added to a course" notice: not among the tasks these tests count
     assignment = prof.post(f"{course_url}/assignments", data={
         "exercise": "autograd-basics", "due_at": "2026-12-10T23:59", "attempts": "2", "counts": "best",
         "feedback": "after_due", "late_policy": "none", "csrf_token": token(prof, course_url)})

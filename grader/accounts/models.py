@@ -59,6 +59,32 @@ class User(Base):
     # Made by its owner through a course's invitation link: the e-mail is whatever they typed,
     # never confirmed, so a roster line naming that address does not find this account.
     self_registered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    # The language mail to this user is written in ("en", "ko"): the one the site last showed them.
+    language: Mapped[str | None] = mapped_column(String(8))
+    # The kinds of notice (grader.accounts.notices) this user switched off, and the key of
+    # the unsubscribe links in their mail (made with the first; it only switches mail off).
+    mail_off: Mapped[list] = mapped_column(JSON, default=list, server_default="[]")
+    mail_key: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class AccountLink(Base):
+    """A link mailed to someone that works once: to set an account's first password
+    (``welcome``), a new one (``reset``), to make an account for an address confirmed by
+    the mail and join a course (``join_new``), or to sign in and join (``join_existing``).
+    Only the token's hash is stored."""
+
+    __tablename__ = "account_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    purpose: Mapped[str] = mapped_column(String(20))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(320))
+    # What the link goes on to do: {"invitation": id, "name": ...} for a join.
+    data: Mapped[dict] = mapped_column(JSON, default=dict)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 

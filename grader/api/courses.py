@@ -113,7 +113,8 @@ def put_members(course_id: int):
     with get_db() as session:
         course = _course(session, course_id)
         rows = courses.roster_rows(text) if rows is None else rows
-        result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name))
+        result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name),
+                                       language=request.accept_languages.best_match(["en", "ko"]))
         return jsonify(added=result.added, changed=result.changed,
                        members=[{"user": who(u), "name": u.name, "role": role}
                                 for u, role in courses.members(session, course)])

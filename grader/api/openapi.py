@@ -305,8 +305,11 @@ SCHEMAS = {
         "Members": {
             "type": "object", "required": ["members"], "additionalProperties": False,
             "properties": {"members": {"type": "array", "items": {
-                "type": "object", "required": ["user"],
+                "type": "object", "anyOf": [{"required": ["user"]}, {"required": ["email"]}],
                 "properties": {"user": {"type": "string", "description": "Your id for the person, as in submissions."},
+                               "email": {"type": "string", "format": "email", "description":
+                                         "A local account's address: found, or made without a password and "
+                                         "mailed a link to choose one, so the person signs in on the site."},
                                "name": {"type": "string"},
                                "role": {"type": "string", "enum": ["student", "ta", "instructor"]}}}}},
         },
@@ -665,8 +668,11 @@ def _course_paths() -> dict:
             "responses": {"200": _ok("The course.", "Course"), **_AUTH_ERRORS, **course_missing}}},
         "/courses/{course_id}/members": {"put": {
             "operationId": "putMembers", "summary": "Add members or change their roles",
-            "description": "JSON (`members`), or `text/csv` whose first line is `user,name,role`. Every line is "
-                           "checked first: one bad line imports nothing, and the error names the lines.",
+            "description": "JSON (`members`), or `text/csv` whose first line is `user,name,role` or "
+                           "`email,name,role`. A line with a `user` is one of your key's users; a line with an "
+                           "`email` a local account, made where there is none and mailed a link to set its "
+                           "password. Every line is checked first: one bad line imports nothing, and the error "
+                           "names the lines.",
             "x-required-scope": "courses:write", "parameters": ids("course_id"),
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Members")},
                                                           "text/csv": {"schema": {"type": "string"}}}},

@@ -16,16 +16,31 @@ from grader.accounts.models import Role
               help="admin: site-wide powers (bundles, every submission and registration); instructor: may "
                    "register an LMS; rights in a course come from the course.")
 @click.option("--name", default="", help="The name pages show (default: the email's local part).")
-@click.password_option(help="The password (asked for when not given; at least 8 characters).")
-def create_user_command(email: str, role: str, name: str, password: str) -> None:
+@click.option("--password", default=None, help="The password (at least 8 characters); asked for when neither "
+                                                "it nor --mail-link is given.")
+@click.option("--mail-link", is_flag=True, help="Make the account without a password and mail its owner a link "
+                                                "to choose one (valid 7 days).")
+@click.option("--language", default="en", show_default=True, type=click.Choice(["en", "ko"]),
+              help="The language of the mail.")
+def create_user_command(email: str, role: str, name: str, password: str | None, mail_link: bool,
+                        language: str) -> None:
     """Create a local account, such as the first administrator."""
+    if mail_link and password is not None:
+        raise click.UsageError("give --password or --mail-link, not both")
+    if not mail_link and password is None:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     db.upgrade()
     try:
         with db.transaction() as session:
-            email = users.create_user(session, email=email, password=password, role=role, name=name).email
+            user = users.create_user(session, email=email, password=password, role=role, name=name,
+                                     language=language if mail_link else None)
+            if mail_link:
+                users.welcome(session, user)
+            email = user.email
     except users.AccountError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"created {role} {email}", err=True)
+        raise click.ClickException(exc.message) from None
+    click.echo(f"created {role} {email}" + (", and mailed a link to choose a password" if mail_link else ""),
+               err=True)
 
 
 @click.command("set-password")

@@ -31,8 +31,8 @@ def course_create_command(title: str, code: str, time_zone: str, instructor_emai
                                            instructor=instructor)
             if roster is not None:
                 result = courses.import_roster(session, course, courses.roster_rows(roster.read_text("utf-8")))
-                click.echo(f"{len(result.added)} members added; accounts made without a password for: "
-                           f"{', '.join(result.new_accounts) or 'nobody'}", err=True)
+                click.echo(f"{len(result.added)} members added; accounts made, and mailed a link to choose "
+                           f"their password: {', '.join(result.new_accounts) or 'none'}", err=True)
             course_id = course.id
     except courses.CourseError as exc:
         raise click.ClickException(exc.message) from None

@@ -15,6 +15,8 @@ from datetime import timedelta
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from grader import mail
+from grader.accounts import links, users
 from grader.accounts.models import User
 from grader.courses.fields import CourseError
 from grader.courses.roster import require_local, role_in, set_role
@@ -27,6 +29,9 @@ MAX_DAYS = 180
 MAX_USES = 10_000
 MAX_OPEN = 50  # links a course may have open at once
 _RANK = {MemberRole.STUDENT: 0, MemberRole.TA: 1, MemberRole.INSTRUCTOR: 2}
+# What a mail's To header reads as a list, a group, a comment, a quote or an address in
+# brackets: an address typed on a link's page holds none, so its mail goes to it alone.
+_HEADER_SPECIALS = frozenset(',;:<>()[]"\\')
 
 
 def _hash(token: str) -> str:
@@ -95,6 +100,10 @@ def find(session: Session, token: str) -> tuple[Invitation, Course]:
     if row is None:
         raise CourseError("unknown_invitation", "this invitation link is not one of the grader's: check that "
                                                 "it was copied whole")
+    return _open(session, row)
+
+
+def _open(session: Session, row: Invitation) -> tuple[Invitation, Course]:
     if row.revoked_at is not None:
         raise CourseError("invitation_revoked", "this invitation link was withdrawn by the course's instructor")
     if as_utc(row.expires_at) <= now():
@@ -107,8 +116,18 @@ def find(session: Session, token: str) -> tuple[Invitation, Course]:
 def accept(session: Session, token: str, user: User) -> tuple[Course, str, bool]:
     """The user joins the link's course: (the course, their role in it now, whether they
     joined just now). A member already keeps a higher role, and uses no place of the link."""
-    row, course = find(session, token)
+    return _join(session, *find(session, token), user)
+
+
+def _join(session: Session, row: Invitation, course: Course, user: User) -> tuple[Course, str, bool]:
     before = role_in(session, course, user)
+    if before is None or _RANK.get(before, 0) < _RANK[row.role]:
+        # The link's row first (PostgreSQL's row lock, SQLite's write lock), then the membership
+        # read again: the same user's other join (a double click), committed meanwhile, shows
+        # here and takes no second place.
+        session.execute(update(Invitation).where(Invitation.id == row.id).values(uses=Invitation.uses)
+                        .execution_options(synchronize_session=False))
+        before = role_in(session, course, user)
     if before is not None and _RANK.get(before, 0) >= _RANK[row.role]:
         return course, before, False
     # Counted in the database itself, so that two people at once never pass the last place.
@@ -120,3 +139,62 @@ def accept(session: Session, token: str, user: User) -> tuple[Course, str, bool]
         raise CourseError("invitation_used_up", "this invitation link has been used as many times as it allows")
     set_role(session, course.id, user.id, row.role)
     return course, row.role, before is None
+
+
+# ------------------------------------------------------------------ answered with an address
+
+def ask(session: Session, token: str, *, email: str, name: str, language: str | None = None) -> None:
+    """Someone gave their address on the link's page. Whatever it is, the page answers
+    alike ("check your mail"): an address with a local account is mailed a link that signs
+    in and joins; a new one, a link that makes the account once a password is chosen, and
+    so proves the address; anything else gets nothing. (The caller commits.)"""
+    row, course = find(session, token)
+    name = users.check_name(name)
+    email = users.check_email(email)
+    if any(c in _HEADER_SPECIALS for c in email):  # "x,ada@example.org" would mail x and Ada
+        raise users.AccountError(f"{email[:80]!r} is not one e-mail address", "invalid_email")
+    user = users.by_email(session, email)
+    if user is not None and not users.is_local(user):
+        return
+    purpose = "join_existing" if user is not None else "join_new"
+    secret = links.issue(session, purpose, email=email, user=user, data={"invitation": row.id, "name": name})
+    mail.send(session, kind=purpose, to=email, user_id=user.id if user else None,
+              language=(user.language if user else None) or language, link=mail.link_to(links.path(secret)),
+              values={"name": user.name if user else "", "email": email, "course": course.title,
+                      "hours": links.JOIN_HOURS})
+
+
+def course_of_link(session: Session, link) -> Course | None:
+    """The course a mailed join link joins; None for any other link."""
+    if link.purpose not in ("join_new", "join_existing"):
+        return None
+    invitation = session.get(Invitation, int(link.data.get("invitation") or 0))
+    return session.get(Course, invitation.course_id) if invitation is not None else None
+
+
+def join_by_mail(session: Session, secret: str, password: str | None = None) -> tuple[User, Course, str]:
+    """A mailed join link followed: (the user, now signed in by the caller; the course;
+    their role). A new address's link makes its account with ``password``."""
+    link = links.find(session, secret)
+    if link.purpose not in ("join_new", "join_existing"):
+        raise links.LinkRefused("link_spent", "this link does not join a course")
+    invitation = session.get(Invitation, int(link.data.get("invitation") or 0))
+    if invitation is None:
+        raise CourseError("unknown_invitation", "the invitation this link answered is gone")
+    invitation, course = _open(session, invitation)
+    if link.purpose == "join_new":
+        user = users.create_user(session, email=link.email, password=password if password is not None else "",
+                                 role="student", name=link.data.get("name") or "")
+    else:
+        user = session.get(User, link.user_id) if link.user_id else None
+        if user is None or user.email != link.email:
+            raise links.LinkRefused("link_spent", "this link was for another address")
+
+    links.spend(session, secret)
+    if user.self_registered:
+        # Made through a link before addresses were confirmed: whoever typed this address
+        # then chose its password. Its owner, now proven by the mail, is let in; that
+        # password, its sessions and tokens are not (they choose their own by reset).
+        users.take_back(session, user)
+    _course, role, _joined = _join(session, invitation, course, user)
+    return user, course, role

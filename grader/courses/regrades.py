@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
+from grader.courses import notices
 from grader.courses.fields import CourseError
 from grader.courses.counting import counted, release_of
 from grader.courses.assignments import extension_of, override_of, rules_of
@@ -187,6 +188,8 @@ def publish(session: Session, regrade: Regrade) -> list[str]:
     version. Returns one submission per affected student, to tell the LMS and webhooks."""
     if regrade.status != RegradeStatus.READY:
         raise CourseError("invalid_regrade", f"only a finished regrade can be published; this one is {regrade.status}")
+    assignment = session.get(Assignment, regrade.assignment_id)
+    notices.regraded(session, assignment, diff(session, regrade))  # mailed once this commits
     notify: dict[int, str] = {}
     for grade in session.scalars(select(RegradeGrade).where(RegradeGrade.regrade_id == regrade.id,
                                                             RegradeGrade.status == "graded")):
@@ -195,7 +198,7 @@ def publish(session: Session, regrade: Regrade) -> list[str]:
             notify[row.user_id] = row.id
         row.score, row.max_score, row.report = grade.score, grade.max_score, grade.report
         row.exercise_version = regrade.version
-    session.get(Assignment, regrade.assignment_id).exercise_version = regrade.version
+    assignment.exercise_version = regrade.version
     regrade.status, regrade.decided_at = RegradeStatus.PUBLISHED, now()
     metrics.REGRADES.labels("published").inc()
     return list(notify.values())

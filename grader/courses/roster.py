@@ -12,7 +12,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from grader.accounts.models import Role, User
+from grader.accounts import users
+from grader.accounts.models import User
+from grader.courses import notices
 from grader.courses.fields import CourseError, text
 from grader.courses.models import MEMBER_ROLES, Course, CourseExercise, CourseMember
 
@@ -113,61 +115,74 @@ def require_local(course: Course) -> None:
                                         "roster), not from roster files or invitation links")
 
 
-def import_roster(session: Session, course: Course, rows: list[dict], *, find_user=None) -> RosterResult:
+def import_roster(session: Session, course: Course, rows: list[dict], *, find_user=None,
+                  language: str | None = None) -> RosterResult:
     """Members from roster lines with ``email``, ``name`` and ``role`` (student, ta or
-    instructor; student where empty). Every line is checked before any is stored.
-    ``find_user(identifier, name)`` names members another way (an API key's users, by a
-    ``user`` column); by default a line's e-mail finds a local account, made without a
-    password where there is none."""
+    instructor; student where empty). Every line is checked before any is stored. A line's
+    e-mail finds a local account, or makes one without a password and mails it a link to
+    choose one (in ``language`` where the account has none of its own). ``find_user(
+    identifier, name)`` names members another way too (an API key's users): a line with a
+    ``user`` and no ``email`` is that key's user."""
     require_local(course)
     if not rows:
         raise CourseError("invalid_roster", "the roster has no members: its first line names the columns "
                                             "email,name,role and each line after it is one member")
     if len(rows) > MAX_ROSTER_LINES:
         raise CourseError("invalid_roster", f"the roster has {len(rows)} lines; the limit is {MAX_ROSTER_LINES}")
-    key = "user" if find_user is not None else "email"
-    if not all(isinstance(row, dict) and isinstance(row.get(key), str) for row in rows):
-        raise CourseError("invalid_roster", f"every member of the roster needs a {key} (a CSV's first line names "
-                                            f"the columns {key},name,role)")
+
+    def key_of(row) -> str | None:
+        if not isinstance(row, dict):
+            return None
+        if isinstance(row.get("email"), str) and row.get("email", "").strip():
+            return "email"
+        return "user" if find_user is not None and isinstance(row.get("user"), str) else None
+
+    if not all(key_of(row) for row in rows):
+        wanted_key = "email (or user)" if find_user is not None else "email"
+        raise CourseError("invalid_roster", f"every member of the roster needs an {wanted_key} (a CSV's first line "
+                                            f"names the columns email,name,role)")
     problems, wanted = [], []
     for number, row in enumerate(rows, start=2):
+        key = key_of(row)
         who = row[key].strip()
         role, name = row.get("role") or "student", row.get("name") or ""
         if not isinstance(role, str) or not isinstance(name, str):
             problems.append(f"line {number}: the name and role must be text")
             continue
         role, name = role.strip().lower(), name.strip()
-        if key == "email" and not _EMAIL.match(who):
+        if key == "email" and (not _EMAIL.match(who) or len(who) > 320):
             problems.append(f"line {number}: {who[:80]!r} is not an e-mail address")
-        elif not who or len(who) > 200 or any(ord(c) < 32 for c in who + name):
+        elif not who or len(who) > (320 if key == "email" else 200) or any(ord(c) < 32 for c in who + name):
             problems.append(f"line {number}: the {key} must be 1 to 200 printable characters")
         elif role not in MEMBER_ROLES:
             problems.append(f"line {number}: the role must be one of {', '.join(MEMBER_ROLES)}, not {role[:40]!r}")
         else:
-            wanted.append((who, name[:200], role))
-    if find_user is None:
-        # An address typed by whoever made the account (through an invitation link) proves
-        # nothing: naming it on a roster must not hand that account this course.
-        claimed = set(session.scalars(select(func.lower(User.email)).where(
-            User.self_registered.is_(True), func.lower(User.email).in_([who.lower() for who, _n, _r in wanted]))))
-        problems += [f"{who} has an account its owner made through an invitation link, with an address "
-                     f"never confirmed: invite them with a link instead" for who, _n, _r in wanted
-                     if who.lower() in claimed]
+            wanted.append((key, who, name[:200], role))
+    emails = [who.lower() for key, who, _n, _r in wanted if key == "email"]
+    # An address typed by whoever made the account (through an invitation link, before
+    # addresses were confirmed by mail) proves nothing: naming it on a roster must not hand
+    # that account this course.
+    claimed = set(session.scalars(select(func.lower(User.email)).where(
+        User.self_registered.is_(True), func.lower(User.email).in_(emails)))) if emails else set()
+    problems += [f"{who} has an account its owner made through an invitation link, with an address "
+                 f"never confirmed: invite them with a link instead" for key, who, _n, _r in wanted
+                 if key == "email" and who.lower() in claimed]
     if problems:
         raise CourseError("invalid_roster", "nothing was imported: " + "; ".join(problems[:20])
                           + (f"; and {len(problems) - 20} more" if len(problems) > 20 else ""))
     result = RosterResult()
-    for who, name, role in wanted:
-        if find_user is not None:
+    for key, who, name, role in wanted:
+        if key == "user":
             user = find_user(who, name)
         else:
             user = session.scalar(select(User).where(func.lower(User.email) == who.lower()))
             if user is None:
-                user = User(email=who, name=name or who, role=Role.STUDENT)
-                session.add(user)
-                session.flush()
+                user = users.create_user(session, email=who, password=None, name=name or who.split("@")[0])
+                users.welcome(session, user, course=course.title, language=language)
                 result.new_accounts.append(who)
         before = role_in(session, course, user)
         set_role(session, course.id, user.id, role)
         (result.added if before is None else result.changed if before != role else []).append(who)
+        if before is None and who not in result.new_accounts:  # a new account's welcome says it all
+            notices.added(session, course, user, role, language=language)
     return result

@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from grader import db
 from grader.catalog import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at
+from grader.courses import notices  # its listeners: the grade and standing notices a worker mails
 from grader.courses.assignments import STANDING_TASK
 from grader.courses.models import Regrade, RegradeGrade, RegradeStatus
 from grader.courses.regrades import PUBLISHED_TASK, QUEUE_DEADLINE, REGRADE_TASK, regrade_queue
@@ -29,6 +30,8 @@ from grader.submissions.notify import after_grade, after_standing_change
 from grader.tasks import GRADE_HARD_LIMIT, celery, send_task
 
 log = logging.getLogger(__name__)
+
+REMIND_TASK = "grader.courses.remind_due"
 
 MAX_ATTEMPTS = 3
 PENDING = ("queued", "running")
@@ -153,6 +156,13 @@ def regrade_published(submission_ids: list[str]) -> int:
     """A published regrade changed these students' grades: their LMS line items get the
     score that counts now, and webhooks hear of it, as after a grade."""
     return sum(after_grade(submission_id) for submission_id in submission_ids)
+
+
+@celery.task(name=REMIND_TASK)
+def remind_due() -> int:
+    """Students with an assignment due within a day and attempts left are reminded, once."""
+    with db.transaction() as session:
+        return notices.remind_due(session)
 
 
 @celery.task(name=STANDING_TASK)

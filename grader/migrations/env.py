@@ -7,6 +7,7 @@ import grader.accounts.models  # noqa: F401
 import grader.catalog.models  # noqa: F401
 import grader.courses.models  # noqa: F401
 import grader.lti.models  # noqa: F401
+import grader.mail.models  # noqa: F401
 import grader.submissions.models  # noqa: F401
 import grader.webhooks  # noqa: F401
 from grader.db import Base, engine_for

@@ -21,7 +21,7 @@ from flask_babel import gettext as _
 from grader.accounts import users
 from grader.accounts.models import User
 from grader.courses import access
-from grader.extensions import LANGUAGES, get_db, limiter
+from grader.extensions import LANGUAGES, get_db, limiter, locale
 from grader.web import bp, errors
 from grader.web.headers import admin_page
 
@@ -170,6 +170,8 @@ def login():
         email, password = request.form.get("email", ""), request.form.get("password", "")
         with get_db() as s:
             user = users.authenticate(s, email, password)
+            if user is not None:
+                user.language = locale()  # the language its mail is written in
         if user is None:
             error = _("That email and password do not match an account.")
         else:
@@ -187,6 +189,10 @@ def _throttled(exc):
     if request.endpoint in errors.refused_forms:
         body, _status = errors.refused_forms[request.endpoint](errors.too_often(wait))
         return body, 429, {"Retry-After": str(wait)}
+    if request.endpoint == "web.forgot_password":
+        error = _("Asked too often for this address or from this network. Try again in %(minutes)d minute(s).",
+                  minutes=math.ceil(wait / 60))
+        return render_template("account/forgot.html", error=error), 429, {"Retry-After": str(wait)}
     if request.endpoint != "web.login":
         return errors.page(exc)
     error = _("Too many failed sign-ins for this account or from this address. Try again in "

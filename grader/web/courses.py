@@ -22,7 +22,7 @@ from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_
 from grader.courses import regrades
 from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember, Regrade
 from grader.db import now
-from grader.extensions import get_db
+from grader.extensions import get_db, locale
 from grader.lti.models import LtiRoster
 from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
@@ -192,14 +192,14 @@ def course_roster(course_id: int):
     try:
         with get_db() as s:
             course = instructor_course(s, course_id)
-            result = courses.import_roster(s, course, courses.roster_rows(text))
+            result = courses.import_roster(s, course, courses.roster_rows(text), language=locale())
     except courses.CourseError as exc:
         return _course_page(course_id, error=refused_words(exc), status=exc.status)
     notice = _("%(added)d members added, %(changed)d roles changed.", added=len(result.added),
                changed=len(result.changed))
     if result.new_accounts:
-        notice += " " + _("Accounts were made without a password for: %(who)s. An administrator sets their "
-                          "passwords (grader set-password).", who=", ".join(result.new_accounts))
+        notice += " " + _("Accounts were made for: %(who)s. Each was mailed a link to choose its password.",
+                          who=", ".join(result.new_accounts))
     return _course_page(course_id, notice=notice)
 
 

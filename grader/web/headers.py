@@ -7,7 +7,8 @@
   (nothing may frame them to trick a click); the pages an LMS shows in its iframe (a
   student's pages, the deep-linking picker) may be framed by the registered platforms'
   origins only, and by GRADER_FRAME_ANCESTORS.
-- X-Content-Type-Options: nosniff, Referrer-Policy: same-origin, and HSTS when the cookies
+- X-Content-Type-Options: nosniff, Referrer-Policy: same-origin (no-referrer where the URL
+  is a secret: a mailed link's page), and HSTS when the cookies
   are Secure (the site is served over HTTPS).
 """
 
@@ -103,7 +104,8 @@ def security_headers(response):
     if _never_framed():
         response.headers["X-Frame-Options"] = "DENY"  # browsers that predate frame-ancestors
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "same-origin"
+    # A page whose URL is a secret (a mailed link, an unsubscribe link) sets no-referrer itself.
+    response.headers.setdefault("Referrer-Policy", "same-origin")
     if current_app.config.get("SESSION_COOKIE_SECURE"):
         response.headers["Strict-Transport-Security"] = "max-age=31536000"
     return response

@@ -1,6 +1,7 @@
 """Invitation links on the site: an instructor makes and revokes them on the course page;
 whoever opens one joins the course, signed in already or with an account made there and
-then (grader.courses.invitations decides; this module words it)."""
+then, once they followed the link mailed to the address they gave (grader.courses.invitations
+decides; this module words it)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ import logging
 
 from flask import current_app, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
-from sqlalchemy.exc import IntegrityError
 
-from grader.accounts import users
+from grader.accounts import links, users
 from grader.courses import invitations
 from grader.accounts.models import User
 from grader.courses.fields import CourseError
 from grader.courses.roster import role_in
-from grader.extensions import get_db, limiter
+from grader.extensions import get_db, limiter, locale
 from grader.web import bp
 from grader.web.auth import login_required, sign_in
 from grader.web.render import refused_words
@@ -96,40 +96,19 @@ def _signup_limit() -> str:
 
 
 @bp.post("/join/<token>/account")
-# Every try counts, made or refused: a link must not let one address make accounts by the thousand.
+# Every try counts: a link must not let one client mail the world, nor test addresses by the thousand.
 @limiter.limit(_signup_limit, key_func=lambda: "signup-address:" + (request.remote_addr or "-"))
 def join_signup(token: str):
+    """An address given on the link's page. The answer is the same whether the address has
+    an account or not (grader.courses.invitations.ask): check your mail."""
     form = request.form
     kept = {"name": form.get("name", ""), "email": form.get("email", "")}  # checked whole, never cut short
-    password = form.get("password", "")
-    if password != form.get("password_again", ""):
-        return _page(token, error=_("The two passwords differ."), form=kept, status=422)
     try:
         with get_db() as s:
-            invitations.find(s, token)  # a dead link is said before any mistake in the form
-            user = users.register(s, email=kept["email"], name=kept["name"], password=password)
-            course, role, _joined = invitations.accept(s, token, user)
-            course_id, user_id = course.id, user.id
+            invitations.ask(s, token, email=kept["email"], name=kept["name"], language=locale())
+            course = invitations.find(s, token)[1].title
     except CourseError as exc:
         return _page(token, error=refused_words(exc), status=exc.status)
-    except users.AccountError as exc:
-        return _page(token, error=_account_refusal(exc), form=kept, status=422)
-    except IntegrityError:  # the same address, made a moment ago by another request
-        return _page(token, error=_account_refusal(users.AccountError("", "email_taken")), form=kept, status=422)
-    with get_db() as s:
-        sign_in(s.get(User, user_id))
-    log.info("user %s made an account and joined course %s as %s through an invitation link", user_id,
-             course_id, role)
-    return redirect(url_for("web.course_page", course_id=course_id), code=303)
-
-
-def _account_refusal(exc: users.AccountError) -> str:
-    texts = {
-        "invalid_email": lambda: _("That is not an e-mail address."),
-        "short_password": lambda: _("The password must be at least %(n)d characters.", n=users.MIN_PASSWORD),
-        "long_password": lambda: _("The password is at most 1000 characters."),
-        "invalid_name": lambda: _("Give your name, at most 200 characters."),
-        "email_taken": lambda: _("There is already an account with this e-mail address: sign in to join "
-                                 "with it."),
-    }
-    return texts.get(exc.code, lambda: str(exc))()
+    except users.AccountError as exc:  # the form's own mistakes: the same for any address
+        return _page(token, error=refused_words(exc), form=kept, status=422)
+    return render_template("account/check_mail.html", reason="join", course=course, hours=links.JOIN_HOURS)
