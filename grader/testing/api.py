@@ -180,7 +180,9 @@ def _check_unpacking(value, function: str, frame) -> None:
     if ins.opname == "UNPACK_SEQUENCE" and len(value) != ins.arg:
         wanted = str(ins.arg)
     elif ins.opname == "UNPACK_EX" and len(value) < (ins.arg & 0xFF) + (ins.arg >> 8):
-        wanted = _("at least {n}").format(n=(ins.arg & 0xFF) + (ins.arg >> 8))
+        n = (ins.arg & 0xFF) + (ins.arg >> 8)
+        # Korean counts with its own word order ("최소 2개"): the message's own "개" follows.
+        wanted = Text(f"at least {n}", f"최소 {n}")
     else:
         return
     raise Feedback(_("{function}() returned {got}: {count} values, where {wanted} are expected").format(
