@@ -555,3 +555,27 @@ def test_the_mail_page_switches_notices_off_and_on(site, database_url, mailbox, 
     assert ada.post("/account/mail", data={"csrf_token": token(ada, "/account/mail"), "on": ["graded"]}).status_code == 200
     after_grade(_graded(database_url, "ada@example.org", took=timedelta(minutes=5)), database_url)
     assert deliver() == 1
+
+
+def test_an_administrator_makes_an_account_whose_owner_gets_in_by_the_welcome_link(site, database_url, mailbox,
+                                                                                   deliver):
+    student = site.test_client()
+    sign_in(student, "bob@example.org")
+    assert student.get("/instructor/people").status_code == 403
+    admin = site.test_client()
+    sign_in(admin, "ines@example.org")
+    made = admin.post("/instructor/people", data={"csrf_token": token(admin, "/instructor/people"),
+                                                  "email": "New.TA@example.org", "name": "New TA",
+                                                  "role": "instructor"})
+    assert made.status_code == 201 and "new.ta@example.org was made" in made.get_data(as_text=True)
+    assert "not chosen yet" in made.get_data(as_text=True)
+    again = admin.post("/instructor/people", data={"csrf_token": token(admin, "/instructor/people"),
+                                                   "email": "ada@example.org", "name": "Ada"})
+    assert again.status_code == 409 and "already an account" in again.get_data(as_text=True)
+    assert deliver() == 1
+    link = link_in(mailbox.to("new.ta@example.org")[0])
+    owner = site.test_client()
+    assert owner.post(link, data={"csrf_token": token(owner, link), "password": "teaching now",
+                                  "password_again": "teaching now"}).status_code == 303
+    with db.transaction(database_url) as s:
+        assert s.scalar(select(User.role).where(User.email == "new.ta@example.org")) == "instructor"
