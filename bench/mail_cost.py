@@ -38,6 +38,8 @@ def main() -> None:
     redis_url = os.environ.get("GRADER_REDIS_URL", "redis://127.0.0.1:6379/0").rsplit("/", 1)[0] + "/15"
     os.environ.update(GRADER_REDIS_URL=redis_url, GRADER_INSTANCE_DIR=str(folder / "instance"),
                       GRADER_PUBLIC_URL="https://grader.example.edu")
+    import logging
+
     import redis as redis_py
     from sqlalchemy import select
 
@@ -50,6 +52,7 @@ def main() -> None:
     from tests.mailbox import Mailbox
 
     redis_py.Redis.from_url(redis_url).flushdb()
+    logging.getLogger("grader.mail").setLevel(logging.ERROR)  # the per-address cap drops most resets here
     url = f"sqlite:///{folder / 'grader.db'}"
     db.upgrade(url)
     publish_basics(url)
@@ -98,7 +101,7 @@ def main() -> None:
 
     # A class of N with one assignment due in twelve hours.
     with db.transaction(url) as s:
-        course = courses.course_by_id(s, course_id)
+        course = courses.create_course(s, title="Big class", code="DL102")
         assignment = courses.create_assignment(s, course, exercise="autograd-basics", title="Gradients",
                                                due_at=(clock.now() + timedelta(hours=12)).isoformat())
         from grader import submissions
