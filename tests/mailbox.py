@@ -143,6 +143,41 @@ def link_in(message: EmailMessage) -> str:
     raise AssertionError(f"no account link in: {text_of(message)}")
 
 
+class Inbox:
+    """What the tests' SMTP server received from now on (what was queued before is handed
+    over and left out: a roster's "added" notice, say); every read hands over the mail
+    queued so far first."""
+
+    def __init__(self, box: Mailbox, deliver):
+        self.box, self.deliver = box, deliver
+        deliver()
+        box.received.clear()
+
+    def links(self, address: str, says: str = "") -> list[str]:
+        """The account links mailed to ``address`` in mails that say ``says``, in the order
+        they were handed over (the order of mails queued together is the queue's)."""
+        self.deliver()
+        return [link_in(m) for m in self.box.to(address) if "/account/link/" in text_of(m) and says in text_of(m)]
+
+    def link(self, address: str, says: str = "") -> str:
+        found = self.links(address, says)
+        assert len(found) == 1, (address, says, found, self.recipients())
+        return found[0]
+
+    def mails(self, address: str) -> list:
+        self.deliver()
+        return self.box.to(address)
+
+    def recipients(self) -> set[str]:
+        self.deliver()
+        return {a for r in self.box.received for a in r.recipients}
+
+    def everything(self) -> str:
+        """Every mail received, headers and all, as one text."""
+        self.deliver()
+        return "\n".join(r.message.as_string() for r in self.box.received)
+
+
 def queued_mail(redis) -> list[list]:
     """The mail tasks waiting on the cpu queue (their arguments), taken off it."""
     kept, mail = [], []

@@ -6,7 +6,6 @@ your password?", an invitation answered with an address)."""
 from __future__ import annotations
 
 import re
-import smtplib
 import time
 from datetime import timedelta
 
@@ -14,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from grader import clock, db
-from grader.accounts import links, users
+from grader.accounts import users
 from grader.accounts.models import AccountLink, ApiKey, User
 from grader.mail import Mail, MailAttempt, transport
 from tests.forms import sign_in, token

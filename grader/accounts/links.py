@@ -59,26 +59,28 @@ def path(token: str) -> str:
     return PATH + token
 
 
+def _spent() -> LinkRefused:
+    return LinkRefused("link_spent", "this link does not work: it was used already, has expired, or was not "
+                                     "copied whole; ask for a new one")
+
+
 def find(session: Session, token: str) -> AccountLink:
     """The link the token opens, while it works; else LinkRefused."""
     row = session.scalar(select(AccountLink).where(AccountLink.token_hash == _hash(token))) \
         if isinstance(token, str) and 20 <= len(token) <= 100 else None
     if row is None or row.used_at is not None or as_utc(row.expires_at) <= now():
-        raise LinkRefused("link_spent", "this link does not work: it was used already, has expired, or was not "
-                                        "copied whole; ask for a new one")
+        raise _spent()
     return row
 
 
-def spend(session: Session, token: str) -> AccountLink:
-    """Use the link up (in the caller's transaction): once only, however many ask at once."""
-    row = find(session, token)
+def spend(session: Session, row: AccountLink) -> None:
+    """Use up a link :func:`find` gave (in the caller's transaction): once only, however
+    many ask at once."""
     won = session.execute(update(AccountLink).where(
         AccountLink.id == row.id, AccountLink.used_at.is_(None), AccountLink.expires_at > now())
         .values(used_at=now()).execution_options(synchronize_session=False)).rowcount
     if won != 1:
-        raise LinkRefused("link_spent", "this link does not work: it was used already, has expired, or was not "
-                                        "copied whole; ask for a new one")
-    return row
+        raise _spent()
 
 
 def end_all(session: Session, user: User,

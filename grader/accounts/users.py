@@ -200,7 +200,7 @@ def choose_password(session: Session, token: str, password: str) -> User:
     if row.purpose not in ("welcome", "reset") or row.user_id is None:
         raise links.LinkRefused("link_spent", "this link does not set a password")
     user = session.get(User, row.user_id)
-    links.spend(session, token)
+    links.spend(session, row)
     if user is None or user.email != row.email:  # the account's address changed since: not theirs to open
         raise links.LinkRefused("link_spent", "this link was for another address")
     return _new_password(session, user, password)

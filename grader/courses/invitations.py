@@ -164,11 +164,16 @@ def ask(session: Session, token: str, *, email: str, name: str, language: str | 
                       "hours": links.JOIN_HOURS})
 
 
-def course_of_link(session: Session, link) -> Course | None:
-    """The course a mailed join link joins; None for any other link."""
+def _invitation_of(session: Session, link) -> Invitation | None:
+    """The invitation a mailed join link answered; None for any other link, or one gone."""
     if link.purpose not in ("join_new", "join_existing"):
         return None
-    invitation = session.get(Invitation, int(link.data.get("invitation") or 0))
+    return session.get(Invitation, int(link.data.get("invitation") or 0))
+
+
+def course_of_link(session: Session, link) -> Course | None:
+    """The course a mailed join link joins; None for any other link."""
+    invitation = _invitation_of(session, link)
     return session.get(Course, invitation.course_id) if invitation is not None else None
 
 
@@ -178,7 +183,7 @@ def join_by_mail(session: Session, secret: str, password: str | None = None) -> 
     link = links.find(session, secret)
     if link.purpose not in ("join_new", "join_existing"):
         raise links.LinkRefused("link_spent", "this link does not join a course")
-    invitation = session.get(Invitation, int(link.data.get("invitation") or 0))
+    invitation = _invitation_of(session, link)
     if invitation is None:
         raise CourseError("unknown_invitation", "the invitation this link answered is gone")
     invitation, course = _open(session, invitation)
@@ -189,8 +194,7 @@ def join_by_mail(session: Session, secret: str, password: str | None = None) -> 
         user = session.get(User, link.user_id) if link.user_id else None
         if user is None or user.email != link.email:
             raise links.LinkRefused("link_spent", "this link was for another address")
-
-    links.spend(session, secret)
+    links.spend(session, link)
     if user.self_registered:
         # Made through a link before addresses were confirmed: whoever typed this address
         # then chose its password. Its owner, now proven by the mail, is let in; that

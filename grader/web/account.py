@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import current_app, g, redirect, render_template, request, url_for
+from flask import current_app, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy.exc import IntegrityError
 

@@ -31,7 +31,7 @@ from grader.lti.models import LtiPlatform
 from grader.mail import Mail
 from tests.test_invitations import NEWCOMER, accounts, ask, make_link, prof, role_of, signup  # noqa: F401  (fixtures too)
 from tests.forms import sign_in, token
-from tests.mailbox import link_in, text_of
+from tests.mailbox import Inbox, text_of
 from tests.test_web import ada, site  # noqa: F401  (fixtures too)
 
 PASSWORD = "correct horse"
@@ -191,35 +191,6 @@ def forgot(client, email: str, **headers):
 def unspent(database_url) -> int:
     with db.transaction(database_url) as s:
         return s.scalar(select(func.count(AccountLink.id)).where(AccountLink.used_at.is_(None)))
-
-
-class Inbox:
-    """What the tests' SMTP server received since the course was made (Ada's "added"
-    notice of the roster left out); every read hands over the mail queued so far first."""
-
-    def __init__(self, box, deliver):
-        self.box, self.deliver = box, deliver
-        deliver()
-        box.received.clear()
-
-    def links(self, address: str, says: str = "") -> list[str]:
-        """The account links mailed to ``address`` in mails that say ``says``, in the order
-        they were handed over (the order of mails queued together is the queue's)."""
-        self.deliver()
-        return [link_in(m) for m in self.box.to(address) if "/account/link/" in text_of(m) and says in text_of(m)]
-
-    def link(self, address: str, says: str = "") -> str:
-        found = self.links(address, says)
-        assert len(found) == 1, (address, says, found, self.recipients())
-        return found[0]
-
-    def mails(self, address: str) -> list:
-        self.deliver()
-        return self.box.to(address)
-
-    def recipients(self) -> set[str]:
-        self.deliver()
-        return {a for r in self.box.received for a in r.recipients}
 
 
 @pytest.fixture

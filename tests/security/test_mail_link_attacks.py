@@ -21,7 +21,7 @@ from grader import db, mail
 from grader.accounts import users
 from grader.accounts.models import AccountLink, User
 from tests.forms import sign_in, token
-from tests.mailbox import link_in, text_of
+from tests.mailbox import Inbox, text_of
 from tests.test_invitations import NEWCOMER, accounts, ask, make_link, prof, role_of  # noqa: F401  (fixture too)
 from tests.test_web import ada, site  # noqa: F401  (fixtures)
 
@@ -33,38 +33,6 @@ VARYING = {"date", "x-ratelimit-remaining", "x-ratelimit-reset", "retry-after", 
 
 
 # ------------------------------------------------------------------ helpers
-
-class Inbox:
-    """What the tests' SMTP server received since the course was made; every read hands
-    over the mail queued so far first."""
-
-    def __init__(self, box, deliver):
-        self.box, self.deliver = box, deliver
-        deliver()
-        box.received.clear()
-
-    def links(self, address: str, says: str = "") -> list[str]:
-        self.deliver()
-        return [link_in(m) for m in self.box.to(address) if "/account/link/" in text_of(m) and says in text_of(m)]
-
-    def link(self, address: str, says: str = "") -> str:
-        found = self.links(address, says)
-        assert len(found) == 1, (address, says, found, self.recipients())
-        return found[0]
-
-    def mails(self, address: str) -> list:
-        self.deliver()
-        return self.box.to(address)
-
-    def recipients(self) -> set[str]:
-        self.deliver()
-        return {a for r in self.box.received for a in r.recipients}
-
-    def everything(self) -> str:
-        """Every mail received, headers and all, as one text."""
-        self.deliver()
-        return "\n".join(r.message.as_string() for r in self.box.received)
-
 
 @pytest.fixture
 def inbox(prof, mailbox, deliver) -> Inbox:
