@@ -112,3 +112,47 @@ def test_the_origin_travels_with_the_tensor_and_is_checked_on_arrival():
     tree["list"][0]["tensor"]["grad_origin"] = "trust me"
     with pytest.raises(wire.WireError):
         wire.decode(tree, blob)
+
+
+# name: (code run with the watched x, the graphs of the passes x.grad holds)
+PASSES = {
+    "one y, backward() twice": ("y = (x ** 3).sum()\ny.backward(retain_graph=True)\ny.backward()", [0, 0]),
+    "one y, torch.autograd.backward twice": (
+        "y = (x ** 3).sum()\ntorch.autograd.backward(y, retain_graph=True)\ntorch.autograd.backward([y])", [0, 0]),
+    "one y built by a loop of additions": (
+        "y = 0\nfor v in x:\n    y = y + v * v * v\ny.backward(retain_graph=True)\ny.backward()", [0, 0]),
+    "y computed again": ("for _ in range(2):\n    y = (x ** 3).sum()\n    y.backward()", [0, 1]),
+    "2 * y backpropagated once": ("y = (x ** 3).sum()\n(2 * y).backward()", [0]),
+    "cleared between two passes": (
+        "y = (x ** 3).sum()\ny.backward(retain_graph=True)\nx.grad = None\ny.backward()", [0]),
+    "zeroed between two passes": (
+        "y = (x ** 3).sum()\ny.backward(retain_graph=True)\nx.grad.zero_()\ny.backward()", [0]),
+    "written": ("x.grad = 4 * x.detach()", None),
+}
+
+_RUN_PASSES = _RUN.replace("out[name] = witness.origin(x)", "p = witness.passes(x)\n        out[name] = p and list(p)")
+
+
+def test_which_graph_each_backward_pass_came_through():
+    run = subprocess.run([sys.executable, "-c", _RUN_PASSES], input=json.dumps({k: v[0] for k, v in PASSES.items()}),
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert seen == {name: want for name, (_, want) in PASSES.items()}
+
+
+def test_the_passes_travel_with_the_tensor_and_are_checked_on_arrival():
+    import torch
+
+    from grader.inside import wire
+
+    x = torch.ones(2, requires_grad=True)
+    (x * 2).sum().backward()
+    tree, blob = wire.encode([x], grad_passes=lambda t: (0, 0))
+    back = wire.decode(tree, blob)
+    assert back[0].grad_passes == (0, 0)
+    assert wire.decode(*wire.encode(back, states=True))[0].grad_passes == (0, 0)
+    for bad in ([0] * 65, ["0"], [99], 3):
+        tree["list"][0]["tensor"]["grad_passes"] = bad
+        with pytest.raises(wire.WireError):
+            wire.decode(tree, blob)

@@ -517,7 +517,8 @@ def _invoke(request, blob, device, wire) -> bytes:
         raise AttributeError(f"your submission defines no function named {request['function']!r}")
     value = func(*args, **kwargs)
     try:
-        tree, data = wire.encode({"value": value, "args": args, "kwargs": kwargs}, grad_origin=witness.origin)
+        tree, data = wire.encode({"value": value, "args": args, "kwargs": kwargs}, grad_origin=witness.origin,
+                                 grad_passes=witness.passes)
     except wire.WireError as exc:
         return wire.pack({"ok": False, "error": {"kind": "unencodable", "type": "ValueError",
                                                  "message": str(exc), "traceback": []}})

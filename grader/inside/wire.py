@@ -40,6 +40,7 @@ MAX_STRING = 1 << 20
 
 # How a tensor's .grad came to be, where the student sandbox saw it (see witness.py).
 GRAD_ORIGINS = ("backward", "upstream", "written")
+MAX_PASSES = 64  # backward passes told apart per tensor (witness.passes)
 
 # A tensor's facts, read through torch's C-level attributes: a submission can replace what
 # ``torch.Tensor`` shows (Tensor.grad as a property answering a gradient of its own), never
@@ -70,6 +71,10 @@ class TensorState:
     # an implicit gradient), "upstream" (by autograd, from a gradient handed to backward()),
     # "written" (by anything else); None where nothing was seen (no .grad, other tensors).
     grad_origin: str | None = None
+    # For the same arguments, the graph each backward pass whose gradient .grad holds came
+    # through, numbered by first appearance: (0, 0) one graph backpropagated twice, (0, 1)
+    # two graphs, -1 a graph not seen; None where nothing was seen (see witness.passes).
+    grad_passes: tuple[int, ...] | None = None
 
     @property
     def shape(self):
@@ -106,14 +111,15 @@ class StudentException:
 
 # ---------------------------------------------------------------- encoding
 
-def encode(value: Any, *, states: bool = False, grad_origin=None) -> tuple[Any, bytes]:
+def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=None) -> tuple[Any, bytes]:
     """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable.
 
     ``states``: a :class:`TensorState` (a tensor as decoded, with its autograd facts) is
     encoded as it stands, so that the facts survive being passed on (the worker relays
     what the student sandbox returned to the exercise sandbox). Off where the value
     comes from student code, which has no business making one.
-    ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be."""
+    ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be;
+    ``grad_passes(tensor)``: of the graphs its backward passes came through."""
     fact = _FACTS
     parts: list[bytes] = []
     offset = [0]
@@ -146,6 +152,8 @@ def encode(value: Any, *, states: bool = False, grad_origin=None) -> tuple[Any, 
                  "grad_fn": s.grad_fn, "device": s.device}
         if s.grad_origin is not None:
             facts["grad_origin"] = s.grad_origin
+        if s.grad_passes is not None:
+            facts["grad_passes"] = list(s.grad_passes)
         return node(raw_bytes(s.data), s.data, facts, grad)
 
     def tensor(t: torch.Tensor, depth: int):
@@ -173,6 +181,9 @@ def encode(value: Any, *, states: bool = False, grad_origin=None) -> tuple[Any, 
         seen = grad_origin(t) if grad_origin is not None and grad is not None else None
         if seen is not None:
             facts["grad_origin"] = seen
+        passes = grad_passes(t) if grad_passes is not None and grad is not None else None
+        if passes is not None:
+            facts["grad_passes"] = [int(n) for n in passes][:MAX_PASSES]
         return node(raw, t, facts, grad)
 
     def walk(v: Any, depth: int):
@@ -262,6 +273,12 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
             raise WireError("malformed grad_origin")
         if type(device) is not str or len(device) > 32:
             raise WireError("malformed device")
+        grad_passes = node.get("grad_passes")
+        if grad_passes is not None:
+            if type(grad_passes) is not list or len(grad_passes) > MAX_PASSES or any(
+                    type(n) is not int or not -1 <= n < MAX_PASSES for n in grad_passes):
+                raise WireError("malformed grad_passes")
+            grad_passes = tuple(grad_passes)
         grad_node = node.get("grad")
         grad = tensor(grad_node, depth + 1) if grad_node is not None else None
         numel = math.prod(shape)
@@ -287,6 +304,7 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
             grad=grad,
             device=device,
             grad_origin=grad_origin,
+            grad_passes=grad_passes,
         )
 
     def walk(node: Any, depth: int) -> Any:

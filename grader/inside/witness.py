@@ -25,6 +25,14 @@ input whose ``.grad`` is not None, one of:
     something other than autograd put values there: assigned, written in place (``add_``,
     ``copy_``, indexing, ``.data``), or autograd never accumulated into it at all.
 
+Beside the origin, :func:`passes` tells which graph each backward pass whose gradient
+``.grad`` now holds came through: ``(0, 0)`` for one graph backpropagated twice (one
+``y``, ``retain_graph=True``), ``(0, 1)`` for two graphs (a ``y`` computed again), ``(0,)``
+for a single pass. A graph is known by the node its backward() started from (the root's
+``grad_fn``), marked in that node's own metadata when first seen: however many operations
+built it, one ``y`` is one graph, and however it is backpropagated (``y.backward()``,
+``torch.autograd.backward(y)``), a rebuilt ``y`` is another.
+
 What this can and cannot establish. It establishes that the values came out of
 autograd's accumulation, and that the gradient flowing into the input was produced by
 backpropagating through operations on it, not handed to it. It does not establish which
@@ -58,6 +66,7 @@ _Base = torch._C.TensorBase
 grad_of = _Base.grad.__get__
 _version = _Base._version.__get__
 _is_leaf = _Base.is_leaf.__get__
+_grad_fn = _Base.grad_fn.__get__
 _requires_grad = _Base.requires_grad.__get__
 _shape, _dtype, _device = _Base.shape.__get__, _Base.dtype.__get__, _Base.device.__get__
 _register_hook = torch.Tensor.register_hook
@@ -68,7 +77,8 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 class _Record:
     """What autograd did to one watched input's .grad."""
 
-    __slots__ = ("tensor", "left", "version", "values", "taint", "pending", "expected", "broken")
+    __slots__ = ("tensor", "left", "version", "values", "taint", "pending", "expected", "broken", "passes",
+                 "graph")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.tensor = tensor
@@ -79,9 +89,14 @@ class _Record:
         self.pending = _UNSEEN  # what the hook before an accumulation found
         self.expected = None  # what .grad must hold after it: what was there plus the gradient
         self.broken = False   # our own hook failed: no evidence either way
+        self.passes = []      # the graph of each pass whose gradient .grad now holds
+        self.graph = None     # the graph of the pass under way (the hook before it found it)
 
 
 _UNSEEN = object()
+_GRAPH = "_witness_graph"  # the key in a root node's metadata: the number given to its graph
+_graph_count = [0]
+MAX_PASSES = 64
 _watched: dict[int, _Record] = {}
 # (roots, gradients) of each backward() under way; read by the hooks, from any thread
 # (on a GPU autograd runs a leaf's accumulation on a thread of its own).
@@ -184,6 +199,47 @@ def _ones(gradient: Any) -> bool:
         return not _Base.item(_Base.any(_Base.ne(gradient, 1)))
 
 
+def passes(tensor: torch.Tensor) -> tuple[int, ...] | None:
+    """The graphs of the backward passes whose gradients a watched input's .grad holds, in
+    order, numbered by first appearance (``(0, 0)``: one graph, twice); a graph not seen
+    (the engine started past torch.autograd.backward) is -1. None where .grad is None, was
+    written by anything but autograd, or our hook failed: no evidence."""
+    record = _watched.get(id(tensor))
+    if record is None or record.tensor is not tensor or record.broken or not record.passes:
+        return None
+    if origin(tensor) not in (BACKWARD, UPSTREAM):
+        return None
+    numbers: dict[int, int] = {}
+    return tuple(-1 if g is None else numbers.setdefault(g, len(numbers)) for g in record.passes[:MAX_PASSES])
+
+
+def _graph() -> int | None:
+    """The graph of the backward() under way (the latest, where several are), by its first
+    root's node; None where none was seen."""
+    running = list(_running)
+    if not running:
+        return None
+    roots = running[-1][0]
+    roots = tuple(roots) if isinstance(roots, (tuple, list)) else (roots,)
+    if not roots:
+        return None
+    root = roots[0]
+    if isinstance(root, torch.autograd.graph.GradientEdge):
+        node = root.node
+    elif isinstance(root, torch.Tensor):
+        node = _grad_fn(root)
+    else:
+        node = None
+    if node is None:
+        return None
+    metadata = node.metadata
+    number = metadata.get(_GRAPH)
+    if type(number) is not int:
+        number = metadata[_GRAPH] = _graph_count[0]
+        _graph_count[0] += 1
+    return number
+
+
 def _is_root(tensor: torch.Tensor, root: Any) -> bool:
     """``root`` is ``tensor`` itself or the edge into a leaf's accumulator: the gradient
     given for it goes straight into a .grad."""
@@ -220,6 +276,9 @@ def _before(record: _Record):
             current = grad_of(record.tensor)
             clean = current is None or (record.left is not None and _as_left(record, current)) or _cleared(current)
             record.pending = WRITTEN if not clean else UPSTREAM if _upstream(record.tensor) else None
+            if current is None or (clean and not (record.left is not None and _as_left(record, current))):
+                record.passes = []  # cleared: what .grad will hold starts with this pass
+            record.graph = _graph()
             with _NO_TORCH_FUNCTION():
                 gradient = _Base.detach(gradient)
                 record.expected = _Base.clone(gradient) if current is None else _Base.add(_Base.detach(current), gradient)
@@ -242,6 +301,9 @@ def _after(record: _Record):
                 found = WRITTEN
             if found == WRITTEN or found == UPSTREAM and record.taint is None:
                 record.taint = found
+            graph, record.graph = record.graph, None
+            if len(record.passes) < MAX_PASSES:
+                record.passes.append(graph)
             with _NO_TORCH_FUNCTION():
                 record.left, record.version = grad, _version(grad)
                 record.values = _Base.clone(_Base.detach(grad))

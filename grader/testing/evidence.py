@@ -240,35 +240,49 @@ def _called_name(call: ast.Call) -> str:
 
 
 def rebuilds_graph(source: str, function: str) -> bool:
-    """Whether ``function`` builds the output it backpropagates more than once.
+    """Whether ``function``, read as text, builds the output it backpropagates again.
 
-    True when a name that ``backward()`` is called on is assigned twice, or inside a loop,
-    or when ``backward()`` is called, twice or in a loop, on an expression computed in
-    place (``(x ** 3).sum().backward()``).
+    The fallback where the student sandbox saw no backward pass (``TensorState.grad_passes``
+    is the evidence that decides; this reads what the code says). True when a name that
+    ``backward()`` is called on (``y.backward()``, ``torch.autograd.backward(y)``,
+    ``backward([y])``) is assigned again after such a call, or is both assigned and
+    backpropagated inside one loop; or when ``backward()`` is called, twice or in a loop, on
+    an expression computed in place (``(x ** 3).sum().backward()``). A ``y`` built by several
+    assignments before its first backward() (``y = y + x[i] ** 3`` in a loop) is built once.
     """
     fn = _function(source, function)
     if fn is None:
         return False
-    loops = (ast.For, ast.While, ast.AsyncFor, ast.comprehension)
+    loops = [loop for loop in ast.walk(fn) if isinstance(loop, (ast.For, ast.While, ast.AsyncFor, ast.comprehension))]
+    inside = [set(ast.walk(loop)) for loop in loops]
 
-    def in_loop(node) -> bool:
-        return any(node in set(ast.walk(loop)) for loop in ast.walk(fn) if isinstance(loop, loops))
+    def where(node) -> tuple[int, int]:
+        return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
-    receivers, inline = set(), 0
+    calls: dict[str, list] = {}  # name -> the backward() calls on it
+    inline = 0
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and _called_name(node) == "backward":
-            target = node.func.value if isinstance(node.func, ast.Attribute) else None
-            if isinstance(node.func, ast.Attribute) and _dotted(target) in ("torch", "autograd", "torch.autograd"):
-                target = node.args[0] if node.args else None  # torch.autograd.backward(y)
+        if not (isinstance(node, ast.Call) and _called_name(node) == "backward"):
+            continue
+        if isinstance(node.func, ast.Attribute) and _dotted(node.func.value) not in ("torch", "autograd",
+                                                                                       "torch.autograd"):
+            targets = [node.func.value]  # y.backward()
+        else:  # torch.autograd.backward(y), backward([y1, y2]), backward(tensors=y)
+            first = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg == "tensors"), None)
+            targets = list(first.elts) if isinstance(first, (ast.List, ast.Tuple)) else [first] if first else []
+        for target in targets:
             if isinstance(target, ast.Name):
-                receivers.add(target.id)
-            elif target is not None:
-                inline += 2 if in_loop(node) else 1
+                calls.setdefault(target.id, []).append(node)
+            else:
+                inline += 2 if any(node in nodes for nodes in inside) else 1
     if inline >= 2:
         return True
-    for name in receivers:
-        stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name
-                  and isinstance(n.ctx, ast.Store)]
-        if len(stores) >= 2 or any(in_loop(s) for s in stores):
+    for name, backwards in calls.items():
+        stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+        first = min(where(b) for b in backwards)
+        if any(where(s) > first for s in stores):
+            return True
+        if any(any(s in nodes for s in stores) and any(b in nodes for b in backwards) for nodes in inside):
             return True
     return False

@@ -16,12 +16,19 @@ RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first on
 FIX = ("Call y.backward() twice on the x you were given and return x.grad.",
        "받은 x로 만든 y에 y.backward()를 두 번 호출하고 x.grad를 반환하세요.")
 
-RECOMPUTED = Hint("y was computed again for the second backward(): a new y has a new graph, so nothing was "
-                  "backpropagated twice and retain_graph was never needed. Compute y once, then call "
-                  "y.backward(retain_graph=True) and y.backward() on that same y.",
-                  "두 번째 backward()를 위해 y를 다시 계산했습니다. 새 y에는 새 그래프가 있으므로 같은 그래프를 "
-                  "두 번 역전파한 것이 아니고, retain_graph도 필요 없었습니다. y를 한 번만 계산하고 그 y에 "
-                  "y.backward(retain_graph=True)와 y.backward()를 호출하세요.")
+RECOMPUTED = Hint("The second backward() started from a y computed again, not from the y of the first: a new y "
+                  "has a new graph, so nothing was backpropagated twice and retain_graph was never needed. "
+                  "Compute y once, then call y.backward(retain_graph=True) and y.backward() on that same y.",
+                  "두 번째 backward()가 첫 번째의 y가 아니라 다시 계산한 y에서 시작했습니다. 새 y에는 새 그래프가 "
+                  "있으므로 같은 그래프를 두 번 역전파한 것이 아니고, retain_graph도 필요 없었습니다. y를 한 번만 "
+                  "계산하고 그 y에 y.backward(retain_graph=True)와 y.backward()를 호출하세요.")
+
+ONE_PASS = Hint("x.grad holds 6x², but from a single backward() pass (of 2 * y, say): nothing was backpropagated "
+                "twice. The exercise is the same y backpropagated twice: y.backward(retain_graph=True), then "
+                "y.backward().",
+                "x.grad가 6x²이지만 backward() 한 번(예를 들어 2 * y의 역전파)으로 얻은 값입니다. 두 번 역전파한 "
+                "것이 없습니다. 이 문제는 같은 y를 두 번 역전파하는 것입니다: y.backward(retain_graph=True) 다음에 "
+                "y.backward().")
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar. Sum it first: y = (x ** 3).sum().",
                 "스칼라가 아닌 y에 backward()를 호출했습니다. 먼저 합을 구하세요: y = (x ** 3).sum().")
@@ -123,7 +130,19 @@ def test_one_graph_backpropagated_twice(student):
     call = run(student, x)
     expect_gradient(call.args[0].grad, 6 * x.detach() ** 2, what="x.grad", mistakes=mistakes(x),
                     rerun=rerun(student), x=x, value=call.value, fix=FIX)
-    if rebuilds_graph(student.source, "backward_twice"):
+    # Which graph each backward pass in x.grad came through, as the student's process saw
+    # autograd run them: only a y computed again makes two graphs; one pass is one pass,
+    # however y was built and however backward() was called.
+    passes = call.args[0].grad_passes
+    if passes is None or -1 in passes:
+        rebuilt, once = rebuilds_graph(student.source, "backward_twice"), False  # nothing seen: the source
+    else:
+        rebuilt, once = len(set(passes)) >= 2, len(passes) == 1
+    if rebuilt:
         raise Feedback("backward_twice() computes y more than once; the statement asks for one y, "
                        "backpropagated twice", RECOMPUTED,
                        "backward_twice()가 y를 두 번 이상 계산합니다. y 하나를 두 번 역전파해야 합니다")
+    if once:
+        raise Feedback("x.grad is 6x² after a single backward() pass; the statement asks for one y, "
+                       "backpropagated twice", ONE_PASS,
+                       "x.grad가 backward() 한 번 만에 6x²가 되었습니다. y 하나를 두 번 역전파해야 합니다")
