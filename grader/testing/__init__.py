@@ -17,14 +17,14 @@ from __future__ import annotations
 __all__ = [
     "points", "visible", "hint", "Hint", "Text", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
-    "expect_gradient", "expect_no_hand_made_grad", "expect_leaf", "rebuilds_graph",
+    "expect_gradient", "expect_no_hand_made_grad", "expect_leaf", "rebuilds_graph", "calls_method",
 ]
 
 
 def __getattr__(name: str):
-    if name == "rebuilds_graph":
-        from grader.testing.evidence import rebuilds_graph
-        return rebuilds_graph
+    if name in ("rebuilds_graph", "calls_method"):
+        from grader.testing import evidence
+        return getattr(evidence, name)
     if name in __all__:
         from grader.testing import api
         return getattr(api, name)

@@ -239,6 +239,21 @@ def _called_name(call: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
+def calls_method(source: str, function: str | None, method: str) -> bool:
+    """Whether ``function`` (None: any code of the source), read as text, calls a method
+    named ``method`` (``y.detach_()``)."""
+    if function is None:
+        try:
+            fn = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            return False
+    else:
+        fn = _function(source, function)
+    return fn is not None and any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+        for node in ast.walk(fn))
+
+
 def rebuilds_graph(source: str, function: str) -> bool:
     """Whether ``function``, read as text, builds the output it backpropagates again.
 

@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Hint, Mistake, StudentError, expect_close, expect_gradient, expect_leaf, points,
-                            visible)
+from grader.testing import (Hint, Mistake, StudentError, calls_method, expect_close, expect_gradient, expect_leaf,
+                            points, visible)
 
 
 def partial_mistakes(x):
@@ -69,6 +69,13 @@ IN_PLACE = Hint("backward() found nothing that requires grad: a tensor was detac
                 "밑줄이 붙은 y.detach_()는 y 자체를 그래프에서 잘라내므로 y.sum()으로 더는 역전파할 수 "
                 "없습니다. y.detach()는 새 텐서를 반환하고 y는 그대로 둡니다.")
 
+NO_GRAPH = Hint("backward() was called on a tensor that does not require grad: nothing autograd recorded "
+                "connects it to x, so there is no graph to backpropagate through. Detach only y (u = y.detach()), "
+                "keep z = u * x and y = x * x as they are, and backpropagate z.sum() and y.sum().",
+                "기울기를 요구하지 않는 텐서에 backward()를 호출했습니다. autograd가 기록한 어떤 연산도 그 텐서를 "
+                "x와 잇지 않으므로 역전파할 그래프가 없습니다. y만 분리하고(u = y.detach()) z = u * x와 "
+                "y = x * x는 그대로 두어 z.sum()과 y.sum()으로 역전파하세요.")
+
 FREED = Hint("The second backward() ran through a part of the graph that the first one had already "
              "freed. That happens when z is built from y itself: z.sum().backward() then also runs "
              "through x·x. Build z from u = y.detach() and the graph of y stays untouched.",
@@ -84,7 +91,9 @@ def run(student, function, x):
     except StudentError as err:
         text = err.exception.message if err.exception is not None else ""
         if "does not require grad" in text:
-            err.hint = IN_PLACE
+            # Only detach_() cuts y itself out of the graph; a tensor made without a graph in any
+            # other way (x.detach() in z, y under no_grad) raises the same error.
+            err.hint = IN_PLACE if calls_method(student.source, None, "detach_") else NO_GRAPH
         elif "backward through the graph a second time" in text:
             err.hint = FREED
         raise
