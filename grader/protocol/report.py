@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from grader import report_text
 from grader.escapes import shown
 
 LANGUAGES = ("en", "ko")  # what a report speaks: English always, the others where written
@@ -89,30 +90,5 @@ class Report:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
 
     def render(self, lang: str = "en") -> str:
-        """The human-readable report."""
-        lines = [f"{self.exercise} v{self.version}: {_fmt(self.score)}/{_fmt(self.max_score)} points"
-                 f"  [{self.status}, {self.duration_ms:.0f} ms, {self.device}]"]
-        for warning in self.warnings:
-            lines.append(f"WARNING: {warning}")
-        if self.message:
-            lines.append(self.message)
-        for test in self.tests:
-            mark = "PASS" if test.passed else "FAIL"
-            kind = "" if test.visible else " (hidden)"
-            local = test.i18n.get(lang, {})
-            lines.append(f"  {mark} {local.get('name') or test.name}{kind}  "
-                         f"{_fmt(test.points)}/{_fmt(test.max_points)}")
-            message = local.get("message") or test.message
-            hint = local.get("hint") or test.hint
-            if message and not test.passed:
-                lines.extend("       " + line for line in message.splitlines())
-            if hint and not test.passed:
-                lines.append(f"       hint: {hint}")
-        if self.output:
-            lines.append("Your code printed:" + (" (truncated)" if self.output_truncated else ""))
-            lines.extend("  | " + line for line in self.output.splitlines()[:40])
-        return "\n".join(lines)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
+        """The human-readable report (grader.report_text, which a stored one is rendered by too)."""
+        return report_text.render(self.to_dict(), lang)
