@@ -49,6 +49,8 @@ def make_celery(config: Settings | None = None) -> Celery:
                        # LMS scores held with hidden results go once their release comes
                        "release-held-lti-scores": {"task": "grader.lti.release_held", "schedule": 60.0},
                        "resend-lost-mail": {"task": "grader.mail.sweep", "schedule": 300.0},
+                       # notices held over an address's hourly limit, sent as one mail
+                       "send-mail-digests": {"task": "grader.mail.digest", "schedule": 600.0},
                        # students with an assignment due within a day and attempts left
                        "remind-due-assignments": {"task": "grader.courses.remind_due", "schedule": 900.0}},
     )

@@ -10,7 +10,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from grader import clock, db
 from grader.accounts import users
@@ -186,14 +186,58 @@ def test_with_no_server_set_mail_goes_to_the_outbox(database_url, redis, tmp_pat
         assert s.get(Mail, mail_id).status == "outbox"
 
 
-def test_one_address_gets_at_most_ten_mails_an_hour(database_url, redis):
+def test_one_address_gets_at_most_ten_mails_an_hour_that_others_can_ask_for(database_url, redis):
     from grader import mail
 
     with db.transaction(database_url) as s:
         sent = [mail.send(s, kind="reset", to="Ann@example.org", values={"name": "A", "email": "a"}).status
                 for _ in range(12)]
-    assert sent.count("queued") == mail.PER_ADDRESS_HOUR and sent[-1] == "dropped"
-    assert len(queued_mail(redis)) == mail.PER_ADDRESS_HOUR
+    assert sent.count("queued") == mail.ACCESS_PER_ADDRESS_HOUR and sent[-1] == "dropped"
+    assert len(queued_mail(redis)) == mail.ACCESS_PER_ADDRESS_HOUR
+
+
+def _notice(s, email: str, exercise: str):
+    from grader.accounts import notices
+
+    user = s.scalar(select(User).where(User.email == email))
+    return notices.notify(s, user, "graded", values={
+        "exercise": exercise, "when": "today", "failed": False, "submission_url": f"https://x/{exercise}"})
+
+
+def test_notices_over_the_hours_limit_wait_and_go_as_one_digest(site, database_url, mailbox, deliver, monkeypatch):
+    from grader import mail
+    from grader.mail.tasks import send_digests
+
+    with db.transaction(database_url) as s:
+        statuses = [_notice(s, "ada@example.org", f"exercise-{n}").status for n in range(13)]
+    assert statuses.count("queued") == mail.PER_ADDRESS_HOUR and statuses[-3:] == ["held"] * 3
+    assert send_digests(database_url) == 0  # the hour is full: they keep waiting
+    assert deliver() == mail.PER_ADDRESS_HOUR
+
+    monkeypatch.setenv("GRADER_NOW", (clock.now() + timedelta(minutes=61)).isoformat())
+    assert send_digests(database_url) == 1 and send_digests(database_url) == 0  # sent once
+    deliver()
+    [digest] = [m for m in mailbox.to("ada@example.org") if "courses" in m["Subject"]]
+    body = text_of(digest)
+    assert all(f"exercise-{n}" in body for n in (10, 11, 12)) and "exercise-9" not in body
+    assert "/account/mail" in body and "List-Unsubscribe" not in digest
+    with db.transaction(database_url) as s:
+        assert s.scalar(select(func.count(Mail.id)).where(Mail.status == "held")) == 0
+        assert s.scalar(select(func.count(Mail.id)).where(Mail.status == "digested")) == 3
+
+
+def test_mails_anyone_can_ask_for_use_none_of_a_students_notices(site, database_url, redis):
+    """Join links asked for ada's address from a class link, over and over (from as many
+    addresses as an outsider has), fill the budget of such mails, not the one her course
+    news goes by."""
+    from grader import mail
+
+    with db.transaction(database_url) as s:
+        asked = [mail.send(s, kind="join_existing", to="ada@example.org", link="https://x/account/link/t",
+                           values={"name": "Ada", "email": "ada@example.org", "course": "DL101", "hours": 24}).status
+                 for _ in range(mail.ACCESS_PER_ADDRESS_HOUR + 2)]
+        assert asked[-1] == "dropped"
+        assert _notice(s, "ada@example.org", "autograd-basics").status == "queued"
 
 
 # ------------------------------------------------------------------ getting in: the roster's welcome

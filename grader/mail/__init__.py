@@ -9,8 +9,16 @@ service (and the administrators' mail page) can read it. A mail whose transactio
 back never leaves. A link that opens an account is never stored with the mail; it goes
 with the task alone.
 
-Bounded: a recipient gets at most PER_ADDRESS_HOUR mails an hour and the site SITE_HOUR;
-a mail over either is stored as dropped, for the administrators to see, and not sent.
+Bounded, in two budgets an address does not share, so that nobody who can make the
+service mail an address (asking for its password reset, answering a class link with it) can
+use up what that address's own course news needs:
+- notices (a mail with an unsubscribe link, and the digest of them): PER_ADDRESS_HOUR an
+  hour; one over it is held, and the digest task sends what was held as one mail once the
+  hour has room again. Nothing a course tells a student is lost to the limit.
+- the mails that get someone in (welcome, reset, join): ACCESS_PER_ADDRESS_HOUR an hour;
+  one over it is stored as dropped, for the administrators to see, and not sent (whoever
+  asked may ask again).
+The site sends at most SITE_HOUR an hour of either (notices over it are held as well).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import event, func, select
+from sqlalchemy import event, func, or_, select
 from sqlalchemy.orm import Session
 
 from grader.db import now
@@ -27,14 +35,19 @@ from grader.mail.render import LANGUAGES, language_of, render
 from grader.settings import settings
 from grader.tasks import NOTIFY_QUEUE, send_task
 
-__all__ = ["LANGUAGES", "LINK", "Mail", "MailAttempt", "language_of", "link_to", "send"]
+__all__ = ["LANGUAGES", "LINK", "Mail", "MailAttempt", "digest", "language_of", "link_to", "send"]
 
 log = logging.getLogger(__name__)
 
 DELIVER_TASK = "grader.mail.deliver"
 LINK = "[link: sent in the mail only]"  # what the stored text holds where the mail's link was
 PER_ADDRESS_HOUR = 10
+ACCESS_PER_ADDRESS_HOUR = 10
 SITE_HOUR = 5000
+DIGEST = "digest"         # the kind of the mail that carries held notices
+DIGEST_MOST = 100         # held notices one digest carries (the rest go in the next)
+HELD, DIGESTED = "held", "digested"
+_NOT_SENT = ("dropped", HELD, DIGESTED)
 _PENDING = "grader.mail.pending"
 
 
@@ -62,9 +75,13 @@ def send(session: Session, *, kind: str, to: str, language: str | None = None, u
     subject, text, html = render(kind, language, shown)
     mail = Mail(kind=kind, to_address=to, user_id=user_id, language=language, subject=subject[:300], text=text,
                 html=html, has_link=link is not None, status="queued", unsubscribe=unsubscribe)
-    if _over_limit(session, to):
-        mail.status, mail.last_error = "dropped", "over the mail limits: not sent"
-        log.warning("mail %s to one address not sent: over the mail limits", kind)
+    notice = unsubscribe is not None or kind == DIGEST
+    if _over_limit(session, to, notice=notice):
+        if notice and kind != DIGEST:
+            mail.status, mail.last_error = HELD, "over the hour's notices: it goes in the next digest"
+        else:
+            mail.status, mail.last_error = "dropped", "over the mail limits: not sent"
+            log.warning("mail %s to one address not sent: over the mail limits", kind)
     session.add(mail)
     session.flush()
     if mail.status == "queued":
@@ -84,10 +101,27 @@ def mark_once(session: Session, key: str) -> None:
     session.flush()
 
 
-def _over_limit(session: Session, to: str) -> bool:
+def digest(session: Session, to: str) -> Mail | None:
+    """Send the notices held for ``to`` as one mail, where the hour has room for it; the
+    held ones are then marked as carried. None when nothing is held or there is no room."""
+    held = list(session.scalars(select(Mail).where(Mail.status == HELD, func.lower(Mail.to_address) == to.lower())
+                                .order_by(Mail.created_at, Mail.id).limit(DIGEST_MOST)))
+    if not held or _over_limit(session, to, notice=True):
+        return None
+    items = [{"subject": m.subject, "text": m.text.split("\n-- \n", 1)[0].strip()} for m in held]
+    out = send(session, kind=DIGEST, to=held[-1].to_address, language=held[-1].language, user_id=held[-1].user_id,
+               values={"items": items, "settings": link_to("/account/mail")})
+    for m in held:
+        m.status, m.last_error = DIGESTED, f"carried by the digest mail {out.id}"
+    return out
+
+
+def _over_limit(session: Session, to: str, *, notice: bool) -> bool:
     since = now() - timedelta(hours=1)
-    recent = select(func.count(Mail.id)).where(Mail.created_at > since, Mail.status != "dropped")
-    return (session.scalar(recent.where(func.lower(Mail.to_address) == to.lower())) >= PER_ADDRESS_HOUR
+    recent = select(func.count(Mail.id)).where(Mail.created_at > since, Mail.status.notin_(_NOT_SENT))
+    is_notice = or_(Mail.unsubscribe.isnot(None), Mail.kind == DIGEST)
+    mine = recent.where(func.lower(Mail.to_address) == to.lower(), is_notice if notice else ~is_notice)
+    return (session.scalar(mine) >= (PER_ADDRESS_HOUR if notice else ACCESS_PER_ADDRESS_HOUR)
             or session.scalar(recent) >= SITE_HOUR)
 
 

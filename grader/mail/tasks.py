@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from grader import db
 from grader.db import now
-from grader.mail import DELIVER_TASK, LINK
+from grader.mail import DELIVER_TASK, HELD, LINK, digest
 from grader.mail.models import Mail, MailAttempt
 from grader.mail.transport import NotSent, send, server_from, to_outbox
 from grader.settings import settings
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 MAX_TRIES = 8
 SWEEP_TASK = "grader.mail.sweep"
+DIGEST_TASK = "grader.mail.digest"
 LOST_AFTER = timedelta(minutes=10)  # queued this long with no try: its task was lost
 
 
@@ -102,3 +103,16 @@ def sweep() -> int:
     for mail_id in again:
         send_task(DELIVER_TASK, [mail_id, None], queue=NOTIFY_QUEUE)
     return len(again)
+
+
+@celery.task(name=DIGEST_TASK)
+def send_digests(database_url: str | None = None) -> int:
+    """Each address with notices held over its hour's limit gets them as one mail, once the
+    hour has room. Returns how many digests were sent."""
+    sent = 0
+    with db.transaction(database_url) as session:
+        addresses = list(session.scalars(select(Mail.to_address).where(Mail.status == HELD).distinct().limit(1000)))
+    for address in addresses:
+        with db.transaction(database_url) as session:
+            sent += digest(session, address) is not None
+    return sent
