@@ -22,8 +22,38 @@ def run_train(seed, inputs, targets, batch_size, lr, momentum, epochs, stale=Non
     loss_fn = torch.nn.MSELoss()
     batches = [(inputs[i:i + batch_size], targets[i:i + batch_size])
                for i in range(0, inputs.shape[0], batch_size)]
+    trace = _Trace(model, optimizer)
     losses = submission.train(model, batches, loss_fn, optimizer, epochs)
-    return {"losses": _plain(losses), "weight": model.weight, "bias": model.bias}
+    return {"losses": _plain(losses), "weight": model.weight, "bias": model.bias, "trace": trace.facts()}
+
+
+class _Trace:
+    """In what order train() ran backward() and optimizer.step(), and whether each step found
+    gradients to use: the facts that tell apart the ways of leaving the parameters unmoved."""
+
+    def __init__(self, model, optimizer):
+        self.params = list(model.parameters())
+        self.steps = self.steps_with_grads = 0
+        self.first_step = self.first_backward = None
+        self.events = 0
+        optimizer.register_step_pre_hook(self._step)
+        self.params[0].register_post_accumulate_grad_hook(self._backward)
+
+    def _step(self, optimizer, args, kwargs):
+        self.events += 1
+        self.steps += 1
+        self.first_step = self.events if self.first_step is None else self.first_step
+        if any(p.grad is not None and bool(p.grad.abs().sum()) for p in self.params):
+            self.steps_with_grads += 1
+
+    def _backward(self, param):
+        self.events += 1
+        self.first_backward = self.events if self.first_backward is None else self.first_backward
+
+    def facts(self):
+        return {"steps": self.steps, "steps_with_grads": self.steps_with_grads,
+                "step_before_backward": self.first_step is not None and (
+                    self.first_backward is None or self.first_step < self.first_backward)}
 
 
 def _plain(value, depth=0):

@@ -14,12 +14,19 @@ ONCE_PER_EPOCH = Hint("Gradients accumulated across the batches of each epoch: o
                       "한 epoch 안에서 배치마다 기울기가 누적되었습니다. optimizer.zero_grad()를 epoch마다 한 "
                       "번만 호출했습니다. 안쪽 루프에서 배치마다 호출하세요.")
 
-ERASED = Hint("The parameters never moved: optimizer.zero_grad() ran between backward() and step(), so it "
-              "erased the gradients before step() could use them. The order is zero_grad(), forward, "
-              "loss, backward(), step().",
-              "파라미터가 전혀 바뀌지 않았습니다. optimizer.zero_grad()가 backward()와 step() 사이에서 "
-              "실행되어 step()이 쓰기 전에 기울기를 지웠습니다. 순서는 zero_grad(), 순전파, 손실, "
+ERASED = Hint("The parameters never moved: the gradients were cleared between backward() and step() "
+              "(optimizer.zero_grad() there, say), so step() found none to use. The order is zero_grad(), "
+              "forward, loss, backward(), step().",
+              "파라미터가 전혀 바뀌지 않았습니다. backward()와 step() 사이에서 기울기를 지워서(예를 들어 그 자리의 "
+              "optimizer.zero_grad()) step()이 쓸 기울기가 없었습니다. 순서는 zero_grad(), 순전파, 손실, "
               "backward(), step()입니다.")
+
+STEP_FIRST = Hint("The parameters never moved: optimizer.step() ran before loss.backward(), while the gradients "
+                  "were cleared, so it never had a gradient to follow. Call step() after "
+                  "loss.backward(): zero_grad(), forward, loss, backward(), step().",
+                  "파라미터가 전혀 바뀌지 않았습니다. optimizer.step()이 loss.backward()보다 먼저, 기울기가 지워진 "
+                  "상태에서 실행되어 따를 기울기가 한 번도 없었습니다. step()을 loss.backward() 다음에 호출하세요: "
+                  "zero_grad(), 순전파, 손실, backward(), step().")
 
 NO_STEP = Hint("The parameters never moved although gradients were computed: optimizer.step() never ran. "
                "Call it after loss.backward() for every batch.",
@@ -127,8 +134,21 @@ def epoch_losses(value, epochs, batches):
     return torch.tensor(numbers, dtype=torch.float64)
 
 
+def why_unmoved(trace):
+    """Which way of leaving the parameters unmoved train() took, from the order in which the
+    probe saw backward() and optimizer.step() run; None where that was not seen."""
+    if not isinstance(trace, dict) or not all(type(trace.get(k)) in (int, bool) for k in (
+            "steps", "steps_with_grads", "step_before_backward")):
+        return None
+    if trace["steps"] == 0:
+        return NO_STEP
+    if trace["steps_with_grads"]:
+        return None  # a step had gradients to follow: none of these
+    return STEP_FIRST if trace["step_before_backward"] else ERASED
+
+
 def check_training(student, setup):
-    call = student.probe("run_train", **setup)
+    call = student.probe("run_train", for_function="train", **setup)
     result = call.value
     batches = -(-setup["inputs"].shape[0] // setup["batch_size"])
     losses = epoch_losses(result["losses"], setup["epochs"], batches)
@@ -139,19 +159,19 @@ def check_training(student, setup):
     frozen = trusted_run(setup, step=False)
     late = [Mistake(v, AFTER_STEP.en, AFTER_STEP.ko) for v in trusted_run(setup, zero_grad="after_step")] \
         if setup.get("stale") is not None else [None] * 3
-    grad = weight.grad.data if weight.grad is not None else None
-    stuck = ERASED if grad is None or not bool(grad.abs().sum()) else NO_STEP
+    stuck = why_unmoved(result.get("trace"))
+    unmoved = (lambda i: [Mistake(frozen[i], stuck.en, stuck.ko)]) if stuck else (lambda i: [])
     loss_mistakes = [Mistake(expected * batches, SUMMED.en, SUMMED.ko),
                      Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko),
                      Mistake(per_epoch[0], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
-                     Mistake(frozen[0], stuck.en, stuck.ko)] + [m for m in late[:1] if m]
+                     ] + unmoved(0) + [m for m in late[:1] if m]
     expect_close(losses, expected, what="the losses train() returned", rtol=1e-4, atol=1e-6,
                  mistakes=loss_mistakes)
     for name, actual, ref, index in (("weight", weight, ref_weight, 1), ("bias", bias, ref_bias, 2)):
         expect_close(actual, ref, what=f"model.{name} after training", rtol=1e-4, atol=1e-5,
                      mistakes=[Mistake(no_zero[index], NO_ZERO.en, NO_ZERO.ko),
                                Mistake(per_epoch[index], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
-                               Mistake(frozen[index], stuck.en, stuck.ko)] + [m for m in late[index:index + 1] if m])
+                               ] + unmoved(index) + [m for m in late[index:index + 1] if m])
 
 
 @visible
