@@ -1,4 +1,5 @@
-"""Text from a submission, made safe to show: every control and bidi character as an escape.
+"""Text from a submission, made safe to show: every control and bidi character as an escape;
+and text from outside made plain to store (``plain``).
 
 What a submission prints or puts in an exception reaches a terminal running ``grader
 grade``, JSON readers and the web page. An ANSI sequence can erase a report and draw a
@@ -26,3 +27,16 @@ def shown(text: str | None) -> str | None:
     if not text:
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+# What ends a line or spaces words, among the characters above: in a one-line text, a space.
+_BREAKS = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]+")
+
+
+def plain(text: str | None) -> str:
+    """One line of text from outside (a name, a course's title or label an LMS sent) as it
+    is stored: tabs and line breaks become a space, every other control and bidi character
+    goes, and the ends are trimmed."""
+    if not text:
+        return ""
+    return _UNSAFE.sub("", _BREAKS.sub(" ", text)).strip()

@@ -132,6 +132,8 @@ class Pending:
     deployment_id: str | None = None  # another than the registered one
     sign_with: str | None = None  # a private key other than the platform's, same kid
     context: str | None = "course-1"  # the course (LTI context) launched from; None: no context claim
+    context_title: str | None = None  # the context's title and label: by default made from its id
+    context_label: str | None = None
     return_url: str | None = None  # deep linking: another return URL than the platform's own
     nrps: bool = False  # the launch names the course's roster (NRPS claim)
     # the signed id token rewritten (tamper(token, platform) -> token), e.g. a malformed one
@@ -224,8 +226,9 @@ class Platform:
                 self.set_user_data(pending.user, pending.roles, full_name=pending.name)
                 self.set_id_token_expiration(pending.expires_in)
                 if pending.context:
-                    self.set_launch_context_claim(pending.context, context_title=f"Deep learning ({pending.context})",
-                                                  context_label=pending.context.upper())
+                    self.set_launch_context_claim(
+                        pending.context, context_title=pending.context_title or f"Deep learning ({pending.context})",
+                        context_label=pending.context_label or pending.context.upper())
                 if pending.kind == "deeplink":
                     self.set_dl(pending.return_url or f"{platform.url}/deep_link_return", title="Choose exercises",
                                 accept_types={"ltiResourceLink"}, extra_data={"opaque": "kept"})

@@ -124,6 +124,17 @@ def test_a_sync_adds_who_never_launched_changes_roles_and_removes_who_left(lms, 
     assert str(roster.sync(course_id)) == "0 added, 0 roles changed, 0 removed (4 active in the LMS)"
 
 
+def test_names_from_the_roster_are_stored_without_control_characters(lms, service):
+    course_id = _lms_course(lms, service)
+    lms.roster = ROSTER + [member("student-7", [LEARNER], "\u202eAlan\x1b Tu\x00ring\r\n"),
+                           member("student-8", [LEARNER], "\tBarbara\u2028Liskov\x85")]
+    roster.sync(course_id)
+    pid = _platform_id(service)
+    with db.transaction(service) as session:
+        names = {u.external_id: u.name for u in session.query(User)}
+    assert (names[f"lti:{pid}|student-7"], names[f"lti:{pid}|student-8"]) == ("Alan Turing", "Barbara Liskov")
+
+
 @SQLITE_ONLY
 def test_the_roster_is_read_page_after_page_with_one_token(lms, service):
     course_id = _lms_course(lms, service)

@@ -37,6 +37,7 @@ from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 
 from grader import outbound
+from grader.escapes import plain
 from grader.lti import jwks
 from grader.lti.claims import MalformedMessage, check as check_shape
 
@@ -124,7 +125,8 @@ class KeyPair:
 
 @dataclass(frozen=True)
 class Launch:
-    """What a validated launch says, in our terms."""
+    """What a validated launch says, in our terms: the person's name and the context's title
+    and label as one plain line each (grader.escapes.plain), as they are stored."""
 
     launch_id: str
     platform_id: int
@@ -338,13 +340,13 @@ class Tool:
         return Launch(
             launch_id=launch_id, platform_id=platform.id, issuer=platform.issuer,
             deployment_id=body[CLAIM + "deployment_id"], message_type=body[CLAIM + "message_type"],
-            sub=body.get("sub") or "", name=name or "", roles=tuple(body.get(CLAIM + "roles") or ()),
+            sub=body.get("sub") or "", name=plain(name), roles=tuple(body.get(CLAIM + "roles") or ()),
             resource_link_id=link.get("id") or None,
             custom={str(k): str(v) for k, v in custom.items()},
             lineitem=_text(ags, "lineitem"), lineitems=_text(ags, "lineitems"),
             ags_scopes=tuple(ags.get("scope") or ()),
-            context_id=context.get("id") or None, context_title=context.get("title") or "",
-            context_label=context.get("label") or "",
+            context_id=context.get("id") or None, context_title=plain(context.get("title")),
+            context_label=plain(context.get("label")),
             deep_link_return_url=_text(deep_linking, "deep_link_return_url"),
             memberships_url=_text(body.get(NRPS_CLAIM), "context_memberships_url"),
         )
@@ -457,7 +459,8 @@ def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: 
 @dataclass(frozen=True)
 class Member:
     """One member of a course as its platform lists it: ``user_id`` is the ``sub`` of the
-    member's launches; ``status`` Active, Inactive or Deleted."""
+    member's launches; ``name`` plain (grader.escapes.plain); ``status`` Active, Inactive or
+    Deleted."""
 
     user_id: str
     name: str
@@ -529,7 +532,7 @@ def _members(body, url: str) -> list[Member]:
             part for part in (entry.get("given_name"), entry.get("family_name")) if isinstance(part, str) and part)
         if not isinstance(status, str) or not isinstance(name, str):
             raise malformed(f"the status or name of member {user_id!r} is not a string")
-        found.append(Member(user_id=user_id, name=name, roles=tuple(roles), status=status))
+        found.append(Member(user_id=user_id, name=plain(name), roles=tuple(roles), status=status))
     return found
 
 

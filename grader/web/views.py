@@ -20,6 +20,7 @@ from grader import courses
 from grader.courses import access
 from grader.courses.models import Assignment, Course, CourseMember
 from grader.escapes import shown
+from grader.exports import attachment
 from grader.extensions import get_db, limiter, one_at_a_time
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES
 from grader.submissions import notebooks
@@ -224,7 +225,7 @@ def source_download(submission_id: str):
 
 def _download(text: str, name: str):
     response = current_app.response_class(text, mimetype="text/x-python")
-    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    response.headers["Content-Disposition"] = attachment(name)
     return response
 
 
