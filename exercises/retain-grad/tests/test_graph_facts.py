@@ -28,12 +28,20 @@ NONE_TEXT = Hint("The grad_fn of x was reported as the string 'None'. x is a lea
                  "x의 grad_fn을 문자열 'None'으로 반환했습니다. x는 연산으로 만들어진 것이 아닌 leaf라서 "
                  "grad_fn이 없습니다. str(None)이 아니라 값 None 자체를 반환하세요.")
 
-CUT_LEAF = Hint("a came out as a leaf with no grad_fn, so it was cut off from x (detach(), torch.tensor(...) "
-                "or a new tensor). A tensor computed from x by operations, like a = 2 * x + 10, is not a "
-                "leaf and has a grad_fn; to read its gradient, call a.retain_grad() instead.",
-                "a가 grad_fn 없는 leaf로 나왔습니다. detach(), torch.tensor(...) 또는 새 텐서로 a를 x에서 "
-                "떼어 냈습니다. a = 2 * x + 10처럼 x로부터 연산으로 계산한 텐서는 leaf가 아니고 grad_fn이 "
-                "있습니다. 기울기를 보려면 대신 a.retain_grad()를 호출하세요.")
+CUT_LEAF = Hint("a came out as a leaf of its own that requires grad but has no grad_fn: it was made anew from "
+                "the values of 2 * x + 10 (detach().requires_grad_(), or torch.tensor(..., requires_grad=True)), "
+                "cut off from x. A tensor computed from x by operations, like a = 2 * x + 10, is not a leaf and "
+                "has a grad_fn.",
+                "a가 grad_fn 없이 기울기를 요구하는 별도의 leaf로 나왔습니다. 2 * x + 10의 값으로 새로 만들어져"
+                "(detach().requires_grad_() 또는 torch.tensor(..., requires_grad=True)) x에서 떼어 냈습니다. "
+                "a = 2 * x + 10처럼 x로부터 연산으로 계산한 텐서는 leaf가 아니고 grad_fn이 있습니다.")
+
+NO_HISTORY = Hint("a came out with no history: a leaf that does not require grad and has no grad_fn, although "
+                  "x requires grad. Autograd recorded no operation from x to a. Compute a = 2 * x + 10 and "
+                  "b = 3 * a from the x you were given, where autograd records operations.",
+                  "x는 기울기를 요구하는데 a가 이력 없이 나왔습니다. 기울기를 요구하지 않고 grad_fn도 "
+                  "없는 leaf입니다. autograd가 x에서 a까지 어떤 연산도 기록하지 않았습니다. 받은 x로 "
+                  "autograd가 연산을 기록하는 곳에서 a = 2 * x + 10과 b = 3 * a를 계산하세요.")
 
 LAST_OP = Hint("grad_fn names the last operation that produced the tensor: a = 2 * x + 10 ends with an "
                "addition (AddBackward0) and b = 3 * a with a multiplication (MulBackward0). Read it from "
@@ -79,7 +87,10 @@ def hint_for(name, key, got, facts):
         if got == "None":
             return NONE_TEXT
     if name == "a" and facts["a"].get("is_leaf") is True and facts["a"].get("grad_fn") is None:
-        return CUT_LEAF
+        # A leaf that requires grad was made one on purpose; one that does not has no history at
+        # all (made under no_grad, detached, rebuilt from its values): look-alikes, told apart here.
+        requires = facts["a"].get("requires_grad")
+        return CUT_LEAF if requires is True else NO_HISTORY if requires is False else LEAF_FACTS
     if key == "grad_fn" and isinstance(got, str) and got.endswith("Backward0"):
         return LAST_OP
     return LEAF_FACTS
