@@ -286,11 +286,6 @@ def pytest_collection_modifyitems(items):
         for part, used in PART_NAMES.items():
             if names & used or fixtures & PART_FIXTURES.get(part, set()):
                 item.add_marker(part)
-        if item.get_closest_marker("sandbox"):
-            # Under `pytest -n N --dist loadgroup`, one at a time on one process while the
-            # others take the rest: a crash is told from the host's OOM by the machine-wide
-            # OOM count, which another test's memory limit would move.
-            item.add_marker(pytest.mark.xdist_group("sandbox"))
         if "database_url" in fixtures:
             item.add_marker("db")
             params = getattr(getattr(item, "callspec", None), "params", {})

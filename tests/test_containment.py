@@ -291,3 +291,46 @@ def test_the_sandboxes_share_the_cpu_weight_the_operator_sets_or_the_workers_own
         assert int(written) == expected
     finally:
         default.remove()
+
+
+def _killed_in(group_dir: Path, own_limit: int, above_limit: int | None) -> str | None:
+    """Run a process that wants 200 MiB in a group limited to ``own_limit``, inside a parent
+    limited to ``above_limit`` (standing in for the machine); what the group tells of it."""
+    from grader.engine.cgroup import SandboxCgroup
+
+    parent, child = group_dir, group_dir / "call"
+    os.makedirs(child)
+    v = 2 if (parent / "cgroup.controllers").exists() else 1
+    if v == 2:
+        (parent / "cgroup.subtree_control").write_text("+memory")
+    group = SandboxCgroup(v, {"memory": child})
+    if above_limit:
+        (parent / ("memory.max" if v == 2 else "memory.limit_in_bytes")).write_text(str(above_limit))
+    group.set_memory_max(own_limit)
+    mark = group.memory_mark()
+    hog = subprocess.run(["sh", "-c", f"echo $$ > {child}/cgroup.procs && exec {sys.executable} -c "
+                                      "'x = bytearray(200 << 20)'"])
+    assert hog.returncode == -signal.SIGKILL or hog.returncode == 137, hog.returncode
+    return group.killed_for_memory(mark)
+
+
+def test_a_kill_for_the_machines_memory_is_told_from_the_sandboxs_own_limit():
+    """A sandbox's process killed because the memory above it ran out is the grader's
+    problem; killed at its own limit, the student's. Each group reads its own counters, so
+    two sandboxes (two tests, two workers) side by side never take each other's kills."""
+    from grader.engine.cgroup import CgroupUnavailable, SandboxCgroup
+
+    try:
+        made = SandboxCgroup.create()
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    base = made.memory_dir.parent
+    made.remove()
+    for own, above, told in ((64 << 20, None, "limit"), (1 << 30, 64 << 20, "host")):
+        where = base / f"probe-{os.getpid()}-{told}"
+        os.makedirs(where)
+        try:
+            assert _killed_in(where, own, above) == told
+        finally:
+            for d in (where / "call", where):
+                d.rmdir()

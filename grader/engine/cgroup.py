@@ -71,11 +71,6 @@ def _counter_in(path: Path, key: str) -> int:
     return 0
 
 
-def host_oom_kills() -> int:
-    """OOM kills anywhere on this machine since boot (to tell the host's OOM from ours)."""
-    return _counter_in(Path("/proc/vmstat"), "oom_kill")
-
-
 def _own_cgroups() -> dict[str, str]:
     """controller (or "" for v2) -> this process's cgroup path, from /proc/self/cgroup."""
     own = {}
@@ -209,10 +204,43 @@ class SandboxCgroup:
             _write(self.memory_dir / "memory.limit_in_bytes", str(limit))
 
     def oom_kills(self) -> int:
-        """Processes the kernel killed for this group's memory limit, so far."""
+        """Processes of this group the kernel killed for memory, so far: for the group's own
+        limit or because the whole machine ran out (the victim's group counts either)."""
         if self.version == 2:
             return _counter_in(self.memory_dir / "memory.events", "oom_kill")
         return _counter_in(self.memory_dir / "memory.oom_control", "oom_kill")
+
+    def memory_mark(self) -> tuple[int, int]:
+        """Where this group's memory counters stand now, for :meth:`killed_for_memory` after
+        a call. v1 keeps no count of limit hits that every kernel fills, so its peak is reset
+        here instead, to be compared with the limit afterwards."""
+        if self.version == 2:
+            return self.oom_kills(), _counter_in(self.memory_dir / "memory.events", "oom")
+        for name in ("memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes"):
+            try:
+                _write(self.memory_dir / name, "0")
+            except OSError:
+                pass
+        return self.oom_kills(), 0
+
+    def killed_for_memory(self, mark: tuple[int, int]) -> str | None:
+        """Since ``mark``: None if the kernel killed none of this group's processes for
+        memory; "limit" if the group reached its own limit (v2's ``oom`` event; v1's peak
+        at its limit); "host" if the whole machine ran out (the victim's group counts the
+        kill either way). Each group reads its own counters, so sandboxes side by side on
+        one host never take each other's kills for their own."""
+        if self.oom_kills() <= mark[0]:
+            return None
+        if self.version == 2:
+            return "limit" if _counter_in(self.memory_dir / "memory.events", "oom") > mark[1] else "host"
+        for peak, limit in (("memory.max_usage_in_bytes", "memory.limit_in_bytes"),
+                            ("memory.memsw.max_usage_in_bytes", "memory.memsw.limit_in_bytes")):
+            try:
+                if int(_read(self.memory_dir / peak)) + (1 << 20) >= int(_read(self.memory_dir / limit)):
+                    return "limit"
+            except (OSError, ValueError):
+                continue
+        return "host"
 
     def pids(self) -> set[int]:
         found: set[int] = set()

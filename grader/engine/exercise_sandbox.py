@@ -74,7 +74,7 @@ class ExerciseSandbox(WarmProcess):
             visible_only=visible_only,
             limits={"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20, "processes": 64})
         self.start()
-        ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        ooms = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
         deadline = time.monotonic() + seconds
         try:
             self.send({"op": "grade"}, *request, deadline=deadline)
@@ -86,17 +86,26 @@ class ExerciseSandbox(WarmProcess):
             self.failed(exc)
             raise SuiteFailure("exercise", f"the exercise's tests broke the grading protocol ({exc})") from None
         except (OSError, wire.WireError) as exc:
-            oom = self.cgroup is not None and self.cgroup.oom_kills() > ooms
+            oom = self._out_of_memory(ooms)
             self.failed(exc)
-            if oom:
-                raise SuiteFailure("exercise", f"the exercise's tests ran out of memory "
-                                               f"({EXERCISE_MEMORY_BYTES >> 20} MiB)") from None
+            if oom is not None:
+                raise oom from None
             raise SuiteFailure("sandbox", f"the exercise sandbox failed ({exc})") from None
         except BaseException:
             self.close()  # mid-grade: its next frame must never be read as the next grade's
             raise
 
-    def _follow(self, deadline: float, on_call: OnCall, on_progress, ooms: int) -> SuiteRun:
+    def _out_of_memory(self, ooms: tuple[int, int]) -> SuiteFailure | None:
+        """Where the kernel killed for memory since ``ooms``: the suite's own limit is the
+        exercise's failure; the whole machine running out is the grader's."""
+        killed = self.cgroup.killed_for_memory(ooms) if self.cgroup is not None else None
+        if killed is None:
+            return None
+        if killed == "limit":
+            return SuiteFailure("exercise", f"the exercise's tests ran out of memory ({EXERCISE_MEMORY_BYTES >> 20} MiB)")
+        return SuiteFailure("sandbox", "the grading machine ran out of memory during the exercise's tests")
+
+    def _follow(self, deadline: float, on_call: OnCall, on_progress, ooms: tuple[int, int]) -> SuiteRun:
         isolated, finished = False, None
         while True:
             envelope, frame = self.receive(deadline=deadline, max_header=protocol.ENVELOPE_HEADER,
@@ -138,8 +147,9 @@ class ExerciseSandbox(WarmProcess):
             why = self._stderr_text().strip().splitlines()
             self.close()
             raise SuiteFailure("sandbox", why[-1][:300] if why else "the exercise sandbox could not isolate the suite")
-        if self.cgroup is not None and self.cgroup.oom_kills() > ooms:
-            raise SuiteFailure("exercise", f"the exercise's tests ran out of memory ({EXERCISE_MEMORY_BYTES >> 20} MiB)")
+        oom = self._out_of_memory(ooms)
+        if oom is not None:
+            raise oom
         raise SuiteFailure("exercise", "the exercise's tests ended their process before their verdicts"
                                        + _how(envelope))
 

@@ -131,22 +131,23 @@ class Sandbox(WarmProcess):
 
     def _bound_memory(self, limits: Limits) -> tuple[int, int]:
         """Let the call add its memory (and its /tmp) to what the sandbox holds now, no
-        more, whichever way it allocates. Returns the OOM-kill counts before the call."""
+        more, whichever way it allocates. Returns the memory counters' mark before the call."""
         if self.cgroup is None:
             return 0, 0
         allowance = limits.memory_bytes + limits.tmp_bytes + (CUDA_HOST_BYTES if self.cuda else 0)
         self.cgroup.set_memory_max(self.cgroup.memory_usage() + allowance)
-        return self.cgroup.oom_kills(), cgroup.host_oom_kills()
+        return self.cgroup.memory_mark()
 
     def _blame(self, out: CallOutcome, ooms: tuple[int, int], limits: Limits) -> CallOutcome:
         """A process killed by the kernel for memory: the sandbox's own limit is the
         student's; the host running out is the grader's (retried, never a score)."""
         if self.cgroup is None or out.kind not in ("crash", "sandbox", "exit", "timeout"):
             return out
-        if self.cgroup.oom_kills() > ooms[0]:
+        killed = self.cgroup.killed_for_memory(ooms)
+        if killed == "limit":
             out.kind = "memory"
             out.detail = f"memory limit exceeded ({limits.memory_bytes >> 20} MiB per call)"
-        elif out.kind == "crash" and cgroup.host_oom_kills() > ooms[1]:
+        elif killed == "host":
             out.kind = "sandbox"
             out.detail = "the grading machine ran out of memory during the call"
         return out
