@@ -61,15 +61,44 @@ def why_grad_is_empty(rerun: Callable[[torch.Tensor], Any], x: torch.Tensor, val
     if _carries_graph(value):
         return BY_HAND
     try:
-        rerun(x.detach().clone())
+        again = rerun(x.detach().clone())
     except StudentError as err:
         return AUTOGRAD_GRAD if "does not require grad" in _error_text(err) else UNKNOWN
+    if _switched_on(again):
+        # The code made the x it was given require grad (x.requires_grad_()) and still left
+        # its .grad empty: no copy was needed for that, so a copy is not what the evidence
+        # shows. torch.autograd.grad, where the source calls it; else any of the family.
+        return AUTOGRAD_GRAD if calls_autograd_grad(source) else UNKNOWN
     try:
         rerun(x.detach().round().to(torch.int64))
     except StudentError as err:
         kind = COPY if "can require gradients" in _error_text(err) else HAND_OR_COPY
         return LIBRARY if uses_derivative_library(source) else kind
     return BY_HAND
+
+
+def _switched_on(call: Any) -> bool:
+    """Whether a call given an x that does not require grad handed it back as a leaf that
+    does, with no .grad: the code switched requires_grad on in the x itself."""
+    args = list(getattr(call, "args", []) or []) + list((getattr(call, "kwargs", {}) or {}).values())
+    return any(isinstance(a, TensorState) and a.requires_grad and a.is_leaf and a.grad is None for a in args)
+
+
+def calls_autograd_grad(source: str) -> bool:
+    """Whether the source, read as text, calls torch.autograd.grad (by that name, as
+    autograd.grad, or imported: ``from torch.autograd import grad``)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module == "torch.autograd" for a in n.names if a.name == "grad"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name in ("torch.autograd.grad", "autograd.grad") or name in imported:
+                return True
+    return False
 
 
 _SENTENCES = {

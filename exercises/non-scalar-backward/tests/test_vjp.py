@@ -103,7 +103,7 @@ def run(student, probe, *args):
     """Run a probe that calls vjp; an error is reported as vjp's, with the misconception named."""
     try:
         with hints_for_errors(ERRORS):
-            return student.probe(probe, *args)
+            return student.probe(probe, *args, for_function="vjp")
     except StudentError as err:
         renamed = StudentError(err.kind, "vjp", err.detail, err.exception)
         renamed.hint = err.hint
