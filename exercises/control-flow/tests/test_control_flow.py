@@ -1,6 +1,6 @@
 import torch
 
-from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_leaf, expect_true,
+from grader.testing import (Hint, Mistake, StudentError, expect_close, expect_gradient, expect_leaf, expect_true,
                             hints_for_errors, points, visible)
 
 
@@ -32,6 +32,16 @@ EXTRA_ROUND = ("f(a) is twice the expected value: b was doubled although b = a *
                "f(a)가 기대값의 두 배입니다. b = a * 2의 노름이 이미 1000 이상인데도 b를 두 배로 했습니다. "
                "while 루프는 조건을 먼저 확인하므로 한 번도 돌지 않을 수 있습니다. 확인하기 전에 두 배로 하지 "
                "마세요.")
+
+TOO_FAR = ("f(a) is twice the expected value: b was doubled once more after its norm had reached 1000. The "
+           "loop must stop at the first b whose norm is 1000 or more: keep doubling only while b.norm() < 1000.",
+           "f(a)가 기대값의 두 배입니다. b의 노름이 이미 1000에 이른 뒤에 b를 한 번 더 두 배로 했습니다. 루프는 "
+           "노름이 1000 이상인 첫 b에서 멈춰야 합니다: b.norm() < 1000인 동안만 두 배로 하세요.")
+
+TOO_SOON = ("f(a) is half the expected value: the doubling stopped one round before its norm reached 1000. "
+            "Keep doubling while b.norm() < 1000, starting from b = a * 2.",
+            "f(a)가 기대값의 절반입니다. 노름이 1000에 이르기 한 번 전에 두 배 하기를 멈췄습니다. b = a * 2에서 "
+            "시작해 b.norm() < 1000인 동안 두 배로 하세요.")
 
 LE_BOUNDARY = ("f(a) is twice the expected value: the loop ran once more when the norm was exactly 1000. "
                "Keep doubling only while b.norm() < 1000, not <= 1000.",
@@ -66,16 +76,52 @@ ERRORS = {
 }
 
 
-def f_mistakes(a, expected, *, boundary=None):
+def doubling_mistakes(a, expected, student):
+    """f(a) doubled once too often or once too few, and the hint whose story fits: doubling
+    before the first check (a do-while) shows only when 2a already has a norm of 1000 or
+    more, and f is right elsewhere; a missing first doubling only when a itself has. Any
+    other extra or missing doubling is a loop that stops at another norm, and the hint says
+    no more than what the value shows."""
+    a = a.detach()
+
+    def do_while():
+        return bool((a * 2).norm() >= 1000) and right_at(student, a / a.norm() * 0.75)
+
+    twice, half = Mistake(expected * 2, *EXTRA_ROUND), Mistake(expected / 2, *NO_FIRST_DOUBLE)
+    return [Mistake(lambda t: twice.matches(t, 1e-5, 1e-6) and do_while(), *EXTRA_ROUND),
+            Mistake(expected * 2, *TOO_FAR),
+            Mistake(lambda t: half.matches(t, 1e-5, 1e-6) and bool(a.norm() >= 1000), *NO_FIRST_DOUBLE),
+            Mistake(expected / 2, *TOO_SOON)]
+
+
+def right_at(student, a):
+    """Whether the student's f is right at ``a``: one more call, made only once a check failed."""
+    a = a.detach().clone().requires_grad_()
+    try:
+        value = student.call("f", a).value
+    except StudentError:
+        return False
+    expected = reference_f(a)
+    return hasattr(value, "data") and value.data.shape == expected.shape and bool(
+        torch.allclose(value.data.double(), expected.double(), rtol=1e-5, atol=1e-6))
+
+
+def only_at_the_boundary(student, a):
+    """Whether f is right where the doubling ends at a norm of 1500 rather than exactly 1000:
+    then an extra doubling at exactly 1000 is the boundary's alone (<= for <), not a bound
+    other than 1000 (which doubles there too)."""
+    return right_at(student, a.detach() * 1.5)
+
+
+def f_mistakes(a, expected, *, boundary=None, student=None):
     mistakes = [Mistake(expected / 100, *NO_ELSE), Mistake(expected * 100, *SWAPPED)]
     if boundary == "norm":
-        mistakes.append(Mistake(expected * 2, *LE_BOUNDARY))
-    else:
-        mistakes.append(Mistake(expected * 2, *EXTRA_ROUND))
+        twice = Mistake(expected * 2, *LE_BOUNDARY)
+        mistakes.append(Mistake(lambda t: twice.matches(t, 1e-5, 1e-6) and only_at_the_boundary(student, a),
+                                *LE_BOUNDARY))
     if boundary == "sum":
         mistakes.insert(0, Mistake(expected / 100, *GE_BOUNDARY))
-    mistakes.append(Mistake(expected / 2, *NO_FIRST_DOUBLE))
-    return mistakes
+    return mistakes + doubling_mistakes(a, expected, student)
 
 
 def check_f(student, a, *, boundary=None):
@@ -83,7 +129,8 @@ def check_f(student, a, *, boundary=None):
     with hints_for_errors(ERRORS):
         call = student.call("f", a)
     expected = reference_f(a)
-    expect_close(call.value, expected, what="f(a)", mistakes=f_mistakes(a, expected, boundary=boundary))
+    expect_close(call.value, expected, what="f(a)", mistakes=f_mistakes(a, expected, boundary=boundary,
+                                                                         student=student))
 
 
 def check_grad(student, a):
@@ -92,7 +139,7 @@ def check_grad(student, a):
         call = student.call("grad_of_f", a)
     expected = reference_f(a) / a.detach()
     grad_mistakes = [Mistake(expected / 100, *NO_ELSE), Mistake(expected * 100, *SWAPPED),
-                     Mistake(expected * 2, *EXTRA_ROUND), Mistake(expected / 2, *NO_FIRST_DOUBLE),
+                     *doubling_mistakes(a, expected, student),
                      Mistake(lambda t: not bool(t.abs().sum()), CUT.en, CUT.ko)]
     expect_close(call.value, expected, what="grad_of_f(a)", mistakes=grad_mistakes, hint=RETURN)
     after = call.args[0]
@@ -225,4 +272,4 @@ def test_f_small_positive_sum(student):
         call = student.call("f", a)
     expected = reference_f(a)
     expect_close(call.value, expected, what="f(a)",
-                 mistakes=[Mistake(expected * 100, *SMALL_SUM)] + f_mistakes(a, expected))
+                 mistakes=[Mistake(expected * 100, *SMALL_SUM)] + f_mistakes(a, expected, student=student))
