@@ -28,3 +28,12 @@ def shown(moment: datetime | None, course: Course | None) -> str:
     local = aware(moment).astimezone(tz)
     return f"{local:%Y-%m-%d %H:%M} {local.tzname()} ({tz.key})"
 
+
+
+def iso(moment: datetime | None, course: Course | None) -> str:
+    """A time for a machine to read (ISO 8601) in the course's zone, its UTC offset with it:
+    2026-12-10T23:59:00+09:00; outside any course, in UTC."""
+    if moment is None:
+        return ""
+    return aware(moment).astimezone(zone(course.time_zone if course is not None else None)).isoformat(
+        timespec="seconds")
