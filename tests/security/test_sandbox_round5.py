@@ -139,3 +139,88 @@ def test_hidden_inputs_do_not_reach_visible_output_through_the_page_cache():
     assert report.status == "graded", report.message
     assert report.score == report.max_score     # the submission is right; only its output tells
     assert "HIDDEN INPUTS SEEN: []" in (report.output or ""), report.output
+
+
+# ------------------------------------------------------------------ what one grade leaves for the next
+
+def _scanner(function: str) -> str:
+    """Source of a function that searches the memory of its own process (a fork of the warm
+    process) for a pattern and returns what it finds. The pattern is a regular expression with a
+    bracketed letter, so that the bytes it looks for are not among the scanner's own."""
+    return textwrap.dedent(f'''
+        import re
+
+        def {function}(pattern):
+            found = []
+            rx = re.compile(pattern, re.S)
+            with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+                for line in maps.read().splitlines():
+                    parts = line.split()
+                    lo, hi = (int(v, 16) for v in parts[0].split("-"))
+                    if "r" not in parts[1] or (len(parts) > 5 and parts[5].startswith("/")) or "vsyscall" in line:
+                        continue
+                    try:
+                        mem.seek(lo)
+                        data = mem.read(hi - lo)
+                    except OSError:
+                        continue
+                    found += [bytes(data[m.start():m.end() + 40]) for m in rx.finditer(data)][:4]
+            return found
+    ''')
+
+
+def _new_bundle(tmp_path: Path, slug: str) -> Path:
+    subprocess.run([str(Path(sys.executable).parent / "grader"), "new", slug, "--into", str(tmp_path)],
+                   check=True, capture_output=True, cwd=ROOT)
+    return tmp_path / slug
+
+
+def test_a_hostile_bundle_finds_nothing_of_the_grade_before_it_in_its_memory(tmp_path):
+    """The exercise sandbox's warm process serves every grade of a worker, and each grade's child
+    is a fork of it: a hostile bundle's test searches that memory for the hidden tests and the
+    submission of the grade just before it (another exercise's), and finds neither."""
+    victim = _new_bundle(tmp_path, "victim-exercise")
+    tests = victim / "tests" / "test_grad_of_cubes.py"
+    tests.write_text("# VICTIM_HIDDEN_TEST_SECRET answer key 0042\n" + tests.read_text())
+    submission = "# VICTIM_SUBMISSION_SECRET essay 77\n" + (victim / "solution.py").read_text()
+
+    hostile = _new_bundle(tmp_path, "hostile-exercise")
+    (hostile / "tests" / "test_memory.py").write_text(_scanner("scan") + textwrap.dedent('''
+        from grader.testing import points, visible
+
+        @visible
+        @points(1)
+        def test_memory(student):
+            """what the grade before left in memory"""
+            found = scan(rb"VICTIM_[H]IDDEN_TEST_SECRET") + scan(rb"VICTIM_[S]UBMISSION_SECRET")
+            own = scan(rb"this_bundle_s_[o]wn_marker")
+            assert own and not found, repr((found, own))
+        # this_bundle_s_own_marker
+    '''))
+
+    before = grade(catalog.load(victim), submission)
+    assert before.status == "graded" and before.score == before.max_score, before.message
+    report = grade(catalog.load(hostile), (hostile / "solution.py").read_text())
+    memory = next(test for test in report.tests if test.id.endswith("test_memory"))
+    assert memory.passed, memory.message
+
+
+def test_a_submission_finds_nothing_of_the_submission_before_it_in_its_memory():
+    """Each call's process is a fork of the student sandbox's warm process, which serves one
+    submission after another: searching that memory for the text of the submission graded just
+    before (another student's) finds nothing, while the searcher's own text is there."""
+    victim = ("# ANOTHER_STUDENTS_SECRET essay text 31337\n"
+              + (EXERCISES / "autograd-basics" / "solution.py").read_text())
+    searcher = _scanner("_scan") + textwrap.dedent('''
+        import torch
+
+        def grad_2xtx(x):
+            print("FOUND", _scan(rb"ANOTHER_[S]TUDENTS_SECRET"), "OWN", bool(_scan(rb"searcher_s_[o]wn_marker")))
+            (2 * (x * x).sum()).backward()
+            return x.grad
+        # searcher_s_own_marker
+    ''')
+    basics = exercise("autograd-basics")
+    assert grade(basics, victim).score == 6
+    report = grade(basics, searcher)
+    assert "FOUND [] OWN True" in (report.output or ""), report.output
