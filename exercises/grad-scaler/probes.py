@@ -116,19 +116,19 @@ def _plain(value):
     return {"unsupported": type(value).__name__}
 
 
-def run_default_growth(steps):
-    """The submission's GradScaler with its default arguments over `steps` clean steps on
-    one parameter; the scale after each step from the 1999th on (the default
-    growth_interval is 2000)."""
+def run_default_growth(steps, first=1999, **arguments):
+    """The submission's GradScaler with its default arguments (or these `arguments`) over
+    `steps` clean steps on one parameter; the scale after each step from the `first` on
+    (the default growth_interval is 2000)."""
     w = torch.nn.Parameter(torch.tensor([0.5, -0.25]))
     optimizer = torch.optim.SGD([w], lr=1e-6)
-    scaler = submission.GradScaler()
+    scaler = submission.GradScaler(**arguments)
     scales = []
     for i in range(steps):
         optimizer.zero_grad()
         scaler.scale((w * w).sum()).backward()
         scaler.step(optimizer)
         scaler.update()
-        if i + 1 >= 1999:
+        if i + 1 >= first:
             scales.append(_plain(scaler.get_scale()))
     return scales
