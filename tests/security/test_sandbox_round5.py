@@ -7,7 +7,6 @@ marker must go. The rest are attacks that are stopped today, kept so that they s
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -224,3 +223,39 @@ def test_a_submission_finds_nothing_of_the_submission_before_it_in_its_memory():
     assert grade(basics, victim).score == 6
     report = grade(basics, searcher)
     assert "FOUND [] OWN True" in (report.output or ""), report.output
+
+
+# The same channel between two submissions: the first one's hidden calls write their inputs down,
+# and the next one's first call, a visible one, reads them. Running the visible tests before the
+# hidden ones would not close this: here the visible test runs first in both.
+BASICS_WRITER = PAGE_CACHE_CHANNEL.split("def _f(a):")[0] + '''
+def grad_2xtx(x):
+    if _is(x, [1.0, 2.0, 3.0]):
+        try:
+            os.posix_fadvise(_open(), BASE * STRIDE, SLOTS * SLOT_BITS * STRIDE, os.POSIX_FADV_DONTNEED)
+        except Exception:
+            pass
+    else:
+        _write(x)
+    (2 * (x * x).sum()).backward()
+    return x.grad
+'''
+BASICS_READER = PAGE_CACHE_CHANNEL.split("def _f(a):")[0] + '''
+def grad_2xtx(x):
+    if _is(x, [1.0, 2.0, 3.0]):
+        print("HIDDEN INPUTS SEEN:", _read())
+    (2 * (x * x).sum()).backward()
+    return x.grad
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="a submission's hidden inputs reach the next submission's visible output "
+                                       "through the host's page cache, even where every visible test runs "
+                                       "before the hidden ones")
+def test_hidden_inputs_do_not_reach_the_next_submission_through_the_page_cache():
+    basics = exercise("autograd-basics")
+    first = grade(basics, BASICS_WRITER)
+    assert first.status == "graded" and first.score == first.max_score, first.message
+    report = grade(basics, BASICS_READER)
+    assert report.status == "graded", report.message
+    assert "HIDDEN INPUTS SEEN: []" in (report.output or ""), report.output
