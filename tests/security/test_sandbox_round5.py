@@ -74,7 +74,8 @@ def _write(values):
             first = slot * SLOT_BITS
             if _cached(fd, [first])[0]:
                 continue
-            bits = [first] + [first + 1 + i * 8 + k for i, byte in enumerate(payload) for k in range(8) if byte >> k & 1]
+            bits = [first] + [first + 1 + i * 8 + k
+                              for i, byte in enumerate(payload) for k in range(8) if byte >> k & 1]
             for bit in bits:
                 os.pread(fd, 1, (BASE + bit) * STRIDE)
             return
