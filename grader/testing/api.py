@@ -122,12 +122,22 @@ class Student:
         """Run a function of the exercise's probes.py (it may drive the student's code).
 
         ``for_function`` names what the student wrote (``"Softplus"``), so that an error
-        is reported against it rather than against the probe the student never saw.
+        is reported against it rather than against the probe the student never saw; every
+        probe call should give it (tests/test_true_hints.py holds the exercises to that).
+        Without it, an error names the student's function the traceback reached, if any.
         """
         return self._run("probes", function, args, kwargs, for_function)
 
     def _run(self, module, function, args, kwargs, shown_as=None) -> Call:
         outcome = self._channel.call(module, function, list(args), dict(kwargs))
+        if module == "probes" and shown_as is None:
+            # A probe is the grader's own helper, never named to the student: an error is
+            # said of the student's function it reached (the outermost frame of theirs), or
+            # of no function at all.
+            frames = outcome.error.traceback if outcome.kind != "ok" and outcome.error is not None else []
+            shown_as = frames[0][1] if frames and frames[0][1] != "<module>" else None
+            if outcome.kind != "ok":
+                raise StudentError(outcome.kind, shown_as, outcome.detail, outcome.error)
         if outcome.kind != "ok":
             raise StudentError(outcome.kind, shown_as or function, outcome.detail, outcome.error)
         call = Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)

@@ -120,11 +120,10 @@ class StudentError(Feedback):
     _WHERE = _("{problem} in {function}()")
     _DETAIL = _("{problem} in {function}(): {detail}")
 
-    def __init__(self, kind: str, function: str, detail: str = "",
+    def __init__(self, kind: str, function: str | None, detail: str = "",
                  exception: StudentException | None = None):
         self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
-        problem = self.KINDS.get(kind, self.KINDS["crash"])
-        full = (self._DETAIL if detail else self._WHERE).format(problem=problem, function=function, detail=detail)
+        full = self._where(self.KINDS.get(kind, self.KINDS["crash"]), detail)
         if exception is not None:
             full = full + ("\n" + exception.format())
         super().__init__(full)
@@ -142,7 +141,15 @@ class StudentError(Feedback):
             detail = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
         elif self.kind in ("timeout", "memory", "too_large", "refused"):
             detail = self.detail
-        return (self._DETAIL if detail else self._WHERE).format(problem=problem, function=self.function, detail=detail)
+        return self._where(problem, detail)
+
+    def _where(self, problem: Text, detail) -> Text:
+        """The problem, said of the student's function (None: of no function by name, for an
+        error met in the grader's own helper code before any of the student's)."""
+        if self.function is None:
+            return problem + (Text.of(": ") + detail if detail else "")
+        return (self._DETAIL if detail else self._WHERE).format(problem=problem, function=self.function,
+                                                                detail=detail)
 
 
 EXERCISE_BUG = _("The exercise's test itself failed; this is not your mistake and was logged.")

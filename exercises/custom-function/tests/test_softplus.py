@@ -104,7 +104,7 @@ def value_mistakes():
 
 def run(student, probe, *args, **kwargs):
     with hints_for_errors(ERRORS):
-        return student.probe(probe, *args, **kwargs).value
+        return student.probe(probe, *args, for_function="Softplus", **kwargs).value
 
 
 def check_result(result, x, upstream=None, *, rtol=1e-5, atol=1e-6):

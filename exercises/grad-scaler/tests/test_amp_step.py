@@ -120,7 +120,7 @@ def check_amp(student, spec):
     with hints_for_errors({"No inf checks were recorded": DIRECT_STEP,
                            "_scale is None": NOT_SCALED,
                            "already been called since the last update()": NO_UPDATE}):
-        result = student.probe("run_amp_step", spec).value
+        result = student.probe("run_amp_step", spec, for_function="amp_step").value
     device = student.device  # the grader's, not what the probe reports: that could be forged
     rtol = 5e-3 if device == "cuda" else 1e-3
     records = result["records"]

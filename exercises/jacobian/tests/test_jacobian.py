@@ -88,7 +88,7 @@ def mistakes(j):
 def check(student, name, x, *, what=None, check_dtype=False):
     expected = reference_jacobian(FUNCTIONS[name], x.detach())
     with hints_for_errors(ERRORS):
-        call = student.probe("run_jacobian", name, x)
+        call = student.probe("run_jacobian", name, x, for_function="jacobian")
     expect_close(call.value, expected, what=what or "jacobian(f, x)", rtol=1e-5, atol=1e-6,
                  check_dtype=check_dtype, mistakes=mistakes(expected))
 
@@ -157,7 +157,7 @@ def test_callers_x_left_alone(student):
     for x in (torch.randn(3), torch.randn(3).requires_grad_()):
         before = x.detach().clone()
         with hints_for_errors(ERRORS):
-            call = student.probe("run_jacobian", "cycle", x)
+            call = student.probe("run_jacobian", "cycle", x, for_function="jacobian")
         expect_close(call.value, reference_jacobian(FUNCTIONS["cycle"], before), what="jacobian(f, x)",
                      mistakes=mistakes(reference_jacobian(FUNCTIONS["cycle"], before)))
         after = call.args[1]

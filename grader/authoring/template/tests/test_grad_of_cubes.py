@@ -73,6 +73,6 @@ def test_a_leaf_made_inside_the_sandbox(student):
     """
     values = [0.5, -1.5, 2.0, 4.0]
     with hints_for_errors(ERRORS):
-        grad = student.probe("grad_on_a_fresh_leaf", values).value
+        grad = student.probe("grad_on_a_fresh_leaf", values, for_function="grad_of_cubes").value
     expected = 3 * torch.tensor(values, dtype=torch.float64) ** 2
     expect_close(grad, expected, what="x.grad", mistakes=mistakes(torch.tensor(values, dtype=torch.float64)))
