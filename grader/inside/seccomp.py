@@ -8,7 +8,8 @@ removed. A denied call fails with EPERM, so the submission sees an ordinary erro
 Denied: debugging other processes (ptrace, process_vm_*), the kernel key store,
 io_uring (its own way around this filter), bpf, perf_event_open, userfaultfd,
 every mount and namespace call (including clone with namespace flags), kernel
-modules, kexec, reboot, the clock, swap, quotas and the like. clone3 answers ENOSYS:
+modules, kexec, reboot, the clock, swap, quotas and the like, and the calls that read
+or reset the host's page cache without timing it. clone3 answers ENOSYS:
 its flags sit in memory a filter cannot read, and the C library then falls back
 to clone, whose flags it can.
 """
@@ -33,6 +34,10 @@ DENIED = (
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "lookup_dcookie",
     "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "sethostname", "setdomainname",
     "iopl", "ioperm", "modify_ldt", "uselib",
+    # What the host's page cache holds is shared with every other call on the machine: these
+    # ask it without timing (preadv2's RWF_NOWAIT, cachestat) or reset it (fadvise DONTNEED,
+    # readahead), which made it a channel from a hidden call's input to a visible call's output.
+    "preadv2", "pwritev2", "cachestat", "fadvise64", "readahead",
 )
 
 # From <asm/unistd_64.h> (x86_64) and <asm-generic/unistd.h> (aarch64).
@@ -48,6 +53,7 @@ _X86_64 = dict(
     swapon=167, swapoff=168, acct=163, quotactl=179, quotactl_fd=443, syslog=103, vhangup=153,
     lookup_dcookie=212, settimeofday=164, clock_settime=227, adjtimex=159, clock_adjtime=305,
     sethostname=170, setdomainname=171, iopl=172, ioperm=173, modify_ldt=154, uselib=134,
+    preadv2=327, pwritev2=328, cachestat=451, fadvise64=221, readahead=187,
     clone=56, clone3=435,
 )
 _AARCH64 = dict(
@@ -62,6 +68,7 @@ _AARCH64 = dict(
     swapon=224, swapoff=225, acct=89, quotactl=60, quotactl_fd=443, syslog=116, vhangup=58,
     lookup_dcookie=18, settimeofday=170, clock_settime=112, adjtimex=171, clock_adjtime=266,
     sethostname=161, setdomainname=162,
+    preadv2=286, pwritev2=287, cachestat=451, fadvise64=223, readahead=213,
     clone=220, clone3=435,
 )
 # machine -> (AUDIT_ARCH_*, numbers, lowest number of a foreign ABI on the same arch)
