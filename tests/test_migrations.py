@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from grader import db
 from tests.conftest import POSTGRES_ADMIN
@@ -86,4 +87,36 @@ def test_the_migrations_make_exactly_the_tables_the_models_describe(empty_databa
     engine = create_engine(empty_database)
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    engine.dispose()
+
+
+def test_courses_sharing_a_code_keep_it_for_the_oldest_and_the_others_get_a_suffix(empty_database):
+    url = empty_database
+    migrate(url, "0018")
+    engine = create_engine(url)
+    made = [(1, "DL101", "2026-03-01"), (2, "dl101", "2026-01-01"), (3, "DL101-2", "2026-02-01"),
+            (4, "DL101", "2026-04-01"), (5, "", "2026-01-01"), (6, "", "2026-01-02"), (7, "CV200", "2026-01-01")]
+    with engine.begin() as conn:
+        for number, code, created in made:
+            conn.execute(text("INSERT INTO courses (title, code, created_at, updated_at) "
+                              "VALUES (:title, :code, :at, :at)"), {"title": str(number), "code": code, "at": created})
+    engine.dispose()
+    migrate(url, "head")
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        codes = {int(title): code for title, code in conn.execute(text("SELECT title, code FROM courses"))}
+        # The oldest keeps it (course 2, in its own case); then in the order they were made, each
+        # takes the first free suffix (DL101-2 was another course's already).
+        assert codes == {1: "DL101-3", 2: "dl101", 3: "DL101-2", 4: "DL101-4", 5: "", 6: "", 7: "CV200"}
+    another = text("INSERT INTO courses (title, code, created_at, updated_at) "
+                   "VALUES ('Another', :code, '2026-05-01', '2026-05-01')")
+    with pytest.raises(IntegrityError), engine.begin() as conn:  # the unique index, whatever the case
+        conn.execute(another, {"code": "Cv200"})
+    with engine.begin() as conn:  # a course without a code is no clash
+        conn.execute(another, {"code": ""})
+    engine.dispose()
+    migrate(url, "0018", down=True)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(another, {"code": "Cv200"})
     engine.dispose()
