@@ -15,7 +15,8 @@ from grader.courses import invitations
 
 @click.command("create")
 @click.option("--title", required=True)
-@click.option("--code", required=True, help="A short name, such as DL101 (gradebook exports are named after it).")
+@click.option("--code", required=True, help="A short name, such as DL101, that no other course has (whatever "
+                                            "its case): gradebook exports are named after it.")
 @click.option("--time-zone", default="UTC", show_default=True, help="An IANA name such as Asia/Seoul.")
 @click.option("--instructor", "instructor_email", help="The e-mail of a local account to make its instructor.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path),
