@@ -72,9 +72,13 @@ def course_exercises(session: Session, user: User) -> list[str]:
         CourseExercise.course_id.in_(courses)).distinct().order_by(CourseExercise.exercise_slug)))
 
 
-def may_see(session: Session, user: User, row: Submission) -> bool:
-    if row.user_id == user.id or is_admin(user):
-        return True
+def is_course_staff(session: Session, user: User, row: Submission) -> bool:
+    """Whether ``user`` is staff (ta, instructor) of the course whose work ``row`` is: who
+    sees it as staff, and who comments on it (grader.courses.comments)."""
     courses = staff_courses(session, user)
     return bool(courses) and session.scalar(select(Submission.id).where(Submission.id == row.id,
                                                                      _in_courses(courses))) is not None
+
+
+def may_see(session: Session, user: User, row: Submission) -> bool:
+    return row.user_id == user.id or is_admin(user) or is_course_staff(session, user, row)
