@@ -585,12 +585,14 @@ def test_an_unsubscribe_link_works_signed_out_and_stops_that_kind_only(site, dat
 
 
 def test_the_mail_page_switches_notices_off_and_on(site, database_url, mailbox, deliver):
+    from grader.accounts import notices
     from grader.submissions.notify import after_grade
 
     ada = site.test_client()
     sign_in(ada, "ada@example.org")
     page = ada.get("/account/mail").get_data(as_text=True)
-    assert page.count('type="checkbox"') == 5 and page.count("checked") == 5
+    kinds = len(notices.KINDS)  # one box for each kind of notice, all on at first
+    assert kinds == 6 and page.count('type="checkbox"') == kinds and page.count("checked") == kinds
     saved = ada.post("/account/mail", data={"csrf_token": token(ada, "/account/mail"), "on": ["added", "due_soon"]})
     assert saved.status_code == 200 and saved.get_data(as_text=True).count("checked") == 2
     after_grade(_graded(database_url, "ada@example.org", took=timedelta(minutes=5)), database_url)

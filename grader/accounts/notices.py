@@ -1,8 +1,9 @@
 """Notices: mail that tells a user what happened (added to a course, a slow grade done, a
-regrade or staff changing what counts, a due date near). Each kind can be switched off on
-the user's mail page, or by the one-click link at the foot of every notice, which works
-signed out. The mails that get someone in (welcome, reset, join) are not notices: they
-are only ever sent because someone asked, and cannot be switched off.
+regrade or staff changing what counts, a due date near, staff commenting on their work).
+Each kind can be switched off on the user's mail page, or by the one-click link at the foot
+of every notice, which works signed out. The mails that get someone in (welcome, reset,
+join) are not notices: they are only ever sent because someone asked, and cannot be
+switched off.
 
 Only users with an address get notices: local accounts, and LMS users whose launch gave one.
 """
@@ -17,7 +18,7 @@ from sqlalchemy.orm import Session
 from grader import mail
 from grader.accounts.models import User
 
-KINDS = ("added", "graded", "regraded", "standing", "due_soon")
+KINDS = ("added", "graded", "regraded", "standing", "due_soon", "commented")
 STOP_PATH = "/mail/stop"
 
 

@@ -1,8 +1,8 @@
 """The course's notices by mail (grader.accounts.notices sends them; this module decides
 when and what): a slow or failed grade, a regrade that changed what counts, an extension
-or a score set by hand, a due date within a day, a member added by a roster. None holds
-source code, and none tells a held result before its release (the held rule of
-grader.courses.counting decides, as for every surface).
+or a score set by hand, a due date within a day, a member added by a roster, a comment
+from staff. None holds source code, and none tells a held result before its release (the
+held rule of grader.courses.counting decides, as for every surface).
 
 The grade and standing notices are listeners of grader.submissions.notify, so a worker
 sends them once a grade or a change has committed; the others are queued in the
@@ -80,6 +80,20 @@ def regraded(session: Session, assignment: Assignment, changes) -> None:
             "before": _score(change.before.score, change.before.max_score),
             "after": _score(change.after.score, change.after.max_score),
             "assignment_url": mail.link_to(f"/assignments/{assignment.id}")})
+
+
+def commented(session: Session, row: Submission) -> None:
+    """Staff commented on ``row``, whose feedback its student is shown (grader.courses.comments
+    asks the held rule first). The mail says where to read it, not what it says."""
+    user = row.user
+    assignment = session.get(Assignment, row.assignment_id) if row.assignment_id is not None else None
+    course_id = assignment.course_id if assignment is not None else row.course_id
+    course = session.get(Course, course_id) if course_id is not None else None
+    title = row.exercise.title if row.exercise else {}
+    notify(session, user, "commented", values={
+        "exercise": title.get(user.language or "en") or title.get("en") or row.exercise_slug,
+        "course": course.title if course is not None else "", "when": shown(row.created_at, course),
+        "submission_url": mail.link_to(f"/submissions/{row.id}")})
 
 
 def added(session: Session, course: Course, user: User, role: str, *, language: str | None = None) -> None:

@@ -52,7 +52,8 @@ def _kind_words() -> dict[str, str]:
             "graded": _("when a grade that took long, or failed, is done"),
             "regraded": _("when a regrade changes the score that counts"),
             "standing": _("when staff give me an extension or set my score"),
-            "due_soon": _("a day before an assignment is due, while I have attempts left")}
+            "due_soon": _("a day before an assignment is due, while I have attempts left"),
+            "commented": _("when staff comment on my submission (once its feedback is shown)")}
 
 
 @bp.route("/account/mail", methods=("GET", "POST"))
