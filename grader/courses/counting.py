@@ -4,7 +4,7 @@ refused, and whether the hidden tests' results are held from them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from grader import submissions
 from grader.accounts.models import User
+from grader.catalog.models import Exercise
 from grader.courses import rules as course_rules
 from grader.courses.assignments import extension_of, override_of, require_member, rules_of
 from grader.courses.fields import CourseError
@@ -103,7 +104,11 @@ def standing(session: Session, assignment: Assignment, user: User) -> Standing:
     except Refusal as exc:
         refusal = exc
     late_by = moment - rules.due_at if moment > rules.due_at else None
-    return Standing(rules, extension, override, len(made), counted(rules, graded, override), refusal,
+    counts = counted(rules, graded, override)
+    if counts.max_score is None and override is not None:  # set by hand with nothing graded: out of the exercise's
+        exercise = session.get(Exercise, assignment.exercise_slug)
+        counts = replace(counts, max_score=exercise.max_score if exercise is not None else None)
+    return Standing(rules, extension, override, len(made), counts, refusal,
                     _held_until(rules, moment), late_by, course_rules.late_penalty(rules, moment))
 
 
