@@ -2,8 +2,9 @@
 (Debian's Chromium): axe-core finds no violation, and nothing makes the page scroll sideways.
 
 The site is filled as a course would leave it: a student's wrong and right submissions with
-their reports, a practice run, a personal token, a course with an assignment, its gradebook,
-analytics and similar submissions, an upload being checked, error pages."""
+their reports, a practice run, a personal token, a course with an assignment (an extension and
+a score set by hand in its staff's tables), its gradebook, analytics and similar submissions,
+an upload being checked, error pages."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from grader import catalog, db
 from grader.accounts import users
 from grader.accounts.models import User
 from grader import courses
-from grader.courses import invitations
+from grader.courses import comments, invitations
 from grader.engine import grade
 from grader.submissions import practice as runs
 from grader.submissions.models import PracticeRun, Submission
@@ -64,10 +65,14 @@ def filled(app, database_url, monkeypatch, tmp_path):
                                                due_at="2099-01-01T00:00+09:00", attempts=3)
         made = [courses.submit(session, user=who, assignment=assignment, source=source)
                 for who, source in ((ada, WRONG), (ada, RIGHT), (bo, WRONG))]
+        courses.grant_extension(session, assignment, ada, extra_attempts=1, reason="ill", by=prof.email)
+        courses.set_override(session, assignment, bo, score=3, reason="partial credit", by=prof.email)
         practice = runs.start(session, user=ada, exercise_slug="autograd-basics", source=WRONG)
         _link, invitation = invitations.create(session, course, role="student", days=14, max_uses=30)
         ids = [row.id for row in made]
         course_id, assignment_id, practice_id = course.id, assignment.id, practice.id
+        for line in (None, 2):  # staff's comments: above the report and beside line 2
+            comments.add(session, made[0], "Look at how often backward() runs.", line, author=prof)
     for row_id, source in zip(ids, (WRONG, RIGHT, WRONG)):
         graded(database_url, row_id, source)
     graded(database_url, practice_id, WRONG, model=PracticeRun, visible_only=True)
@@ -80,6 +85,7 @@ def filled(app, database_url, monkeypatch, tmp_path):
                "/submissions", f"/practice/{practice_id}", "/account/tokens", "/courses",
                f"/assignments/{assignment_id}", f"/join/{invitation}", "/no-such-page"]
     staff = [f"/courses/{course_id}", f"/courses/{course_id}/gradebook", f"/assignments/{assignment_id}",
+             f"/submissions/{ids[0]}",
              f"/assignments/{assignment_id}/analytics", f"/assignments/{assignment_id}/similarity",
              f"/assignments/{assignment_id}/similarity/{ids[1]}/{ids[2]}", "/instructor/submissions",
              "/instructor/lti/platforms"]
