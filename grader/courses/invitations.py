@@ -172,9 +172,15 @@ def _invitation_of(session: Session, link) -> Invitation | None:
 
 
 def course_of_link(session: Session, link) -> Course | None:
-    """The course a mailed join link joins; None for any other link."""
+    """The course a mailed join link joins; None for any other link. Refused (as joining
+    would be) where the invitation it answered is gone, withdrawn, expired or used up, so
+    that the link's page says so rather than offer a form that cannot work."""
+    if link.purpose not in ("join_new", "join_existing"):
+        return None
     invitation = _invitation_of(session, link)
-    return session.get(Course, invitation.course_id) if invitation is not None else None
+    if invitation is None:
+        raise CourseError("unknown_invitation", "the invitation this link answered is gone")
+    return _open(session, invitation)[1]
 
 
 def join_by_mail(session: Session, secret: str, password: str | None = None) -> tuple[User, Course, str]:

@@ -48,9 +48,9 @@ def _link_page(token: str, *, error: str | None = None, status: int = 200):
     with get_db() as s:
         try:
             row = links.find(s, token)
+            course = invitations.course_of_link(s, row)
         except Refused as exc:
             return render_template("account/link.html", refused=refused_words(exc)), exc.status
-        course = invitations.course_of_link(s, row)
         return render_template("account/link.html", refused=None, purpose=row.purpose, email=row.email,
                                course=course, token=token, error=error, min_password=users.MIN_PASSWORD), status
 
