@@ -47,6 +47,7 @@ CODES: dict[str, Code] = {
     "request_too_large": Code(413), "unsupported_media_type": Code(415),
     **dict.fromkeys(("invalid_url", "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                      "invalid_bundle", "ambiguous_course"), _BAD_BODY),
+    "damaged_zip": _BAD_BODY,  # a bundle's zip whose bytes do not hold together: the message says where
     # A submission's source
     "source_empty": Code(422, _("Your submission is empty: paste your code or choose a .py file.")),
     "source_too_large": Code(413, _("Your submission is larger than %(limit)d KiB."),
@@ -71,6 +72,8 @@ CODES: dict[str, Code] = {
     # Running a course
     **dict.fromkeys(("invalid_course", "invalid_roster", "invalid_assignment", "invalid_extension",
                      "invalid_regrade"), _BAD_BODY),
+    "extension_not_found": Code(404, _("This student has no extension on this assignment (any more).")),
+    "override_not_found": Code(404, _("This student has no score set by hand on this assignment (any more).")),
     # Similar submissions: what is compared at most
     "too_many_students": Code(422, _("More than %(n)d students have a graded submission to this assignment; "
                                      "similar submissions are compared for at most %(n)d students at a time.")),
@@ -79,7 +82,17 @@ CODES: dict[str, Code] = {
     "starter_unavailable": Code(422, _("The starter code of the exercise version this assignment uses is no longer "
                                        "kept, so code that came with the exercise cannot be told apart from code "
                                        "students share.")),
+    "course_code_taken": Code(409, _("There is already a course with the code %(course_code)s. Course codes are "
+                                     "unique, whatever their case: choose another.")),
     "lms_course": Code(422, _("An LMS course's members come from the LMS: its launches and its roster.")),
+    # Comments on a submission
+    "invalid_comment": _BAD_BODY,  # empty, too long, not text: the message says which
+    "line_not_in_source": Code(422, _("There is no line %(line)s in the submitted code: its lines are 1 to "
+                                      "%(lines)d.")),
+    "not_course_staff": Code(403, _("Only the teaching assistants and instructors of this submission's course "
+                                    "comment on it.")),
+    "comment_not_found": _NOT_FOUND,
+    "not_your_comment": Code(403, _("You can delete only your own comments.")),
     # Invitation links: one that never was is not found; one that was good once is gone
     "unknown_invitation": Code(404, _("This invitation link is not one of this grader's. Check that it was "
                                       "copied whole.")),

@@ -8,6 +8,9 @@ Each domain's tasks live beside its models (grader/<domain>/tasks.py) and are na
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
 
 from celery import Celery, signals
 
@@ -52,7 +55,9 @@ def make_celery(config: Settings | None = None) -> Celery:
                        # notices held over an address's hourly limit, sent as one mail
                        "send-mail-digests": {"task": "grader.mail.digest", "schedule": 600.0},
                        # students with an assignment due within a day and attempts left
-                       "remind-due-assignments": {"task": "grader.courses.remind_due", "schedule": 900.0}},
+                       "remind-due-assignments": {"task": "grader.courses.remind_due", "schedule": 900.0},
+                       # staff comments made while feedback was held, told once it is released
+                       "tell-released-comments": {"task": "grader.courses.tell_comments", "schedule": 300.0}},
     )
     return app
 
@@ -63,6 +68,102 @@ celery = make_celery()
 signals.after_setup_logger.connect(logs.for_celery, weak=False)
 signals.after_setup_task_logger.connect(logs.for_celery, weak=False)
 signals.worker_init.connect(metrics.serve_for_worker, weak=False)
+
+# ------------------------------------------------------------------ who is grading now
+
+# A worker that is up says so in Redis every few seconds, with the queues it takes; the key
+# lapses soon after it stops (killed, out of memory, the machine gone), so the pages can
+# tell a student within seconds that their grade waits for a worker to come back.
+HEARTBEAT_S = 3.0
+HEARTBEAT_TTL_S = 10
+_HEARTBEAT = "grader:worker:"
+_beating = threading.Event()
+
+
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings().redis_url, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _beat_while_up(sender=None, **_kwargs) -> None:
+    hostname = getattr(sender, "hostname", None) or "worker"
+    queues = sorted(sender.app.amqp.queues.consume_from) if sender is not None else []
+    client, key, value = _redis(), _HEARTBEAT + hostname, json.dumps(queues)
+
+    def beat():
+        while not _beating.wait(HEARTBEAT_S):
+            try:
+                client.set(key, value, ex=HEARTBEAT_TTL_S)
+            except Exception:  # Redis away for a moment: the next beat tries again
+                pass
+        try:
+            client.delete(key)
+        except Exception:
+            pass
+
+    try:
+        client.set(key, value, ex=HEARTBEAT_TTL_S)
+    except Exception:
+        pass
+    threading.Thread(target=beat, name="grader-heartbeat", daemon=True).start()
+
+
+def _stop_beating(**_kwargs) -> None:
+    _beating.set()
+
+
+signals.worker_ready.connect(_beat_while_up, weak=False)
+signals.worker_shutdown.connect(_stop_beating, weak=False)
+
+
+_GRADING = "grader:grading:"
+
+
+@contextlib.contextmanager
+def grading_on(hostname: str, submission_id: str):
+    """While a worker grades a submission, Redis knows which worker: should it die mid-grade,
+    the same worker started again (`grader up` restarts it under its name) takes the grade up
+    at once (:func:`orphans_of`), rather than after the sweeper's deadline."""
+    key = _GRADING + submission_id
+    try:
+        _redis().set(key, hostname, ex=GRADE_HARD_LIMIT * 2)
+    except Exception:  # Redis away: the sweeper remains
+        pass
+    try:
+        yield
+    finally:
+        try:
+            _redis().delete(key)
+        except Exception:
+            pass
+
+
+def orphans_of(hostname: str) -> list[str]:
+    """The submissions a worker of this name was grading when it died (asked as a worker of
+    that name starts, when it grades nothing yet); each is forgotten as it is returned."""
+    try:
+        client = _redis()
+        keys = list(client.scan_iter(match=_GRADING + "*", count=500))
+        values = client.mget(keys) if keys else []
+        mine = [key for key, value in zip(keys, values) if value is not None and value.decode() == hostname]
+        if mine:
+            client.delete(*mine)
+    except Exception:
+        return []
+    return [key.decode()[len(_GRADING):] for key in mine]
+
+
+def workers_taking(queue: str) -> int | None:
+    """How many workers that take ``queue`` said within the last seconds that they are up;
+    None when Redis cannot be asked (then nobody can tell)."""
+    try:
+        client = _redis()
+        keys = list(client.scan_iter(match=_HEARTBEAT + "*", count=100))
+        values = client.mget(keys) if keys else []
+    except Exception:
+        return None
+    return sum(1 for v in values if v is not None and queue in json.loads(v))
 
 
 def send_task(name: str, args: list, *, queue: str, countdown: float | None = None) -> None:

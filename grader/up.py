@@ -5,7 +5,8 @@ migrates the database, publishes the exercises that are missing or out of date,
 starts a Redis of its own when none listens at a local Redis URL, one Celery worker
 (with the sweeper's beat inside it) and gunicorn serving the web app, and stays in
 the foreground until Ctrl-C or SIGTERM, which stop all of them. Their logs go to
-./instance/logs/.
+./instance/logs/. Once up, it supervises them: a part that dies is started again, with
+growing pauses, while the others keep serving.
 
 Publishing the catalogue folder is grader.catalog.publishing's: ``grader up`` publishes
 the bundles the database lacks, ``grader exercise sync`` every bundle.
@@ -45,6 +46,9 @@ INSTRUCTOR_EMAIL = "instructor@localhost"
 READY_PATH = "/api/v1/openapi.json"  # answers without a key
 START_TIMEOUT_S = 240  # a first start on a slow machine imports torch a few times
 STOP_TIMEOUT_S = 10  # per group of children, before they are killed
+RESTART_FIRST_S = 1.0  # a part that died is started again after this, then twice as long...
+RESTART_MAX_S = 60.0  # ...up to this
+STEADY_S = 60.0  # a part up this long starts again after RESTART_FIRST_S, should it die
 
 
 # ------------------------------------------------------------------ the children
@@ -63,6 +67,11 @@ class Child:
     process: subprocess.Popen
     log: Path
     log_start: int  # where this run's lines begin in the (appended) log
+    argv: list[str] = field(default_factory=list)  # to start it again as it was started
+    popen: dict = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    backoff: float = 1.0  # seconds before it is started again, should it die
+    restart_at: float | None = None  # it died: when it starts again
 
     def output(self) -> str:
         with open(self.log, "rb") as file:
@@ -90,13 +99,36 @@ class Children:
             popen.setdefault("stdin", subprocess.DEVNULL)
             process = subprocess.Popen(argv, stdout=file, stderr=subprocess.STDOUT, env=self.env,
                                        start_new_session=True, **popen)
-        child = Child(name, process, log, start)
+        child = Child(name, process, log, start, argv, popen)
         self.running.append(child)
         click.echo(f"started {name} (pid {process.pid}); log: {_shown(log)}")
         return child
 
     def dead(self) -> Child | None:
         return next((c for c in self.running if c.process.poll() is not None), None)
+
+    def revive(self) -> None:
+        """Once everything is up, a part that dies is started again, after 1 s, then 2, 4...
+        up to RESTART_MAX_S (back to 1 s once it has stayed up STEADY_S), each time said on
+        the terminal and in its log; the others keep running meanwhile: the web answers while
+        the worker is down, and students are told their grade waits for it."""
+        at = time.monotonic()
+        for child in list(self.running):
+            if child.process.poll() is None:
+                if at - child.started > STEADY_S:
+                    child.backoff = RESTART_FIRST_S
+                continue
+            if child.restart_at is None:
+                child.restart_at = at + child.backoff
+                click.echo(f"{child.name} (pid {child.process.pid}) exited with status {child.process.returncode}; "
+                           f"starting it again in {child.backoff:g} s. The end of {_shown(child.log)}:\n"
+                           f"{child.tail(10)}", err=True)
+                continue
+            if at >= child.restart_at:
+                _signal_group(child, signal.SIGKILL)  # what is left of its group (a pool process)
+                self.running.remove(child)
+                again = self.start(child.name, child.log.name, child.argv, **child.popen)
+                again.backoff = min(child.backoff * 2, RESTART_MAX_S)
 
     def stop(self) -> None:
         """The web server and the worker first, together; Redis last (the worker may
@@ -341,6 +373,13 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
            "PYTHONUNBUFFERED": "1"}
     # Links in mail lead where this service answers, unless the operator named its public address.
     env.setdefault("GRADER_PUBLIC_URL", f"http://{_url_host(host)}:{port}")
+    # One folder of counts for the web and the worker (all counters and histograms): the web's
+    # /metrics then adds up the grades the worker counted, as one scrape.
+    if not env.get("PROMETHEUS_MULTIPROC_DIR"):
+        counts = instance / "metrics"
+        shutil.rmtree(counts, ignore_errors=True)
+        counts.mkdir()
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(counts)
     children = Children(logs, env)
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started = time.monotonic()
@@ -377,7 +416,7 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         click.echo(f"logs: {_shown(logs)}/   (stop with Ctrl-C)")
         click.echo(f"grader is up: {url}   (in {time.monotonic() - started:.1f} s)")
         while True:
-            _check_alive(children)
+            children.revive()
             time.sleep(0.5)
     except _Stop:
         _ignore(previous)

@@ -216,6 +216,24 @@ def client(app):
     return app.test_client()
 
 
+@pytest.fixture(autouse=True)
+def _api_answers_keep_to_the_document(monkeypatch):
+    """Every /api/v1 response a test receives through a test client is checked against the
+    OpenAPI document (tests/openapi_check.py): drift fails the test that saw it."""
+    from flask.testing import FlaskClient
+
+    from tests.openapi_check import hold_to_document
+
+    opened = FlaskClient.open
+
+    def open_and_check(self, *args, **kwargs):
+        response = opened(self, *args, **kwargs)
+        hold_to_document(response.request.method, response.request.path, response)
+        return response
+
+    monkeypatch.setattr(FlaskClient, "open", open_and_check)
+
+
 @pytest.fixture
 def mailbox(tmp_path, monkeypatch):
     """A real SMTP server on loopback that the service's mail goes to (tests/mailbox.py);

@@ -132,6 +132,47 @@ def check(axe, page, where: str) -> list[str]:
     return found
 
 
+def test_where_the_class_is_stuck_reads_whole_at_both_widths_in_both_languages(browser, filled):
+    """The analytics page: one row per distinct hint (the wrong submissions' one mistake fails
+    several tests with the same hint), every test's pass rate with the visible ones marked,
+    every chart label written whole and inside its chart, the tables the page's width, and
+    nothing that scrolls sideways; axe finds nothing."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    base, pages = filled
+    path = next(p for p in pages["prof@example.org"] if p.endswith("/analytics"))
+    axe, problems = Axe(), []
+    for lang in ("en", "ko"):
+        for size in SIZES:
+            context = browser.new_context(viewport=SIZES[size], locale="ko-KR" if lang == "ko" else "en-US")
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            sign_in(page, base + "/login", "prof@example.org")
+            page.goto(base + path)
+            where = f"{lang} {size} {path}"
+            problems += check(axe, page, where)
+            hints = page.locator("#misconceptions-table tbody th").all_inner_texts()
+            assert hints and len(hints) == len(set(hints)), (where, hints)
+            assert any(page.locator("#misconceptions-table tbody tr").nth(i).locator("li").count() > 1
+                       for i in range(len(hints))), where  # one hint, from several tests, each named
+            kinds = page.locator("#tests-table tbody .kind").all_inner_texts()
+            assert len(set(kinds)) == 2, (where, kinds)  # the visible tests beside the hidden ones
+            labels = page.evaluate("""() => [...document.querySelectorAll('svg.chart text')].map(t => {
+                const chart = t.ownerSVGElement.getBoundingClientRect(), box = t.getBoundingClientRect();
+                return {text: t.textContent, inside: box.left >= chart.left - 1 && box.right <= chart.right + 1};
+            })""")
+            assert labels, where
+            problems += [f"{where}: a chart's text is cut: {label['text']!r}" for label in labels
+                         if label["text"].endswith("…") or not label["inside"]]
+            main, tables = page.evaluate("""() => [document.querySelector('main').clientWidth,
+                [...document.querySelectorAll('table.numbers')].map(t => t.parentElement.clientWidth)]""")
+            padding = page.evaluate("""() => { const s = getComputedStyle(document.querySelector('main'));
+                return parseFloat(s.paddingLeft) + parseFloat(s.paddingRight); }""")
+            assert tables and all(width >= main - padding - 1 for width in tables), (where, main, tables)
+            context.close()
+    assert not problems, "\n\n".join(problems)
+
+
 def test_a_bundle_being_checked_shows_its_result_without_a_timed_refresh(browser, filled, database_url):
     """No <meta refresh> (a screen reader starts again at every one): the page follows the
     check and, once it ends, shows the result with focus on it."""

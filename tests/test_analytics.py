@@ -19,7 +19,7 @@ from grader import db
 from grader.accounts import keys, users
 from grader.catalog.models import Exercise
 from grader import courses
-from grader.courses.analytics import analytics
+from grader.courses.analytics import analytics, as_json
 from grader.courses.roster import set_role
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
@@ -46,13 +46,13 @@ HINTS = {
 EVERY = (VISIBLE, LEFT_IN_GRAD, DTYPE, IN_PLACE)
 
 
-def report(passed=(), hinted=()) -> dict:
+def report(passed=(), hinted=(), hints=HINTS) -> dict:
     """A report as Report.to_dict() stores it: the tests not ``passed`` fail, those in
     ``hinted`` with their hint."""
     tests = [{"id": id_, "name": name, "visible": visible, "passed": id_ in passed,
               "points": points if id_ in passed else 0, "max_points": points, "message": None,
-              "hint": HINTS[id_][0] if id_ in hinted else None, "duration_ms": 100.0,
-              "i18n": {"ko": {"name": ko, **({"hint": HINTS[id_][1]} if id_ in hinted else {})}}}
+              "hint": hints[id_][0] if id_ in hinted else None, "duration_ms": 100.0,
+              "i18n": {"ko": {"name": ko, **({"hint": hints[id_][1]} if id_ in hinted else {})}}}
              for id_, name, ko, visible, points in TESTS]
     score = sum(t["points"] for t in tests)
     return {"exercise": "autograd-basics", "version": 1, "status": "graded", "score": score, "max_score": 6,
@@ -129,14 +129,16 @@ def test_the_numbers_are_the_ones_worked_out_by_hand(klass, database_url):
     assert [b.students for b in scores.bins] == [0, 0, 0, 0, 0, 0, 1, 1, 0, 3]  # bo; dee; ada, cy, fay
     assert scores.mean == pytest.approx((100 + 66.666667 + 100 + 75 + 90) / 5)
     assert scores.median == 90
-    # Counting submissions: ada's, bo's, cy's and fay's last (dee's score was set by hand); 9 graded in all.
-    assert [(t.id, t.passed_counting, t.counting, t.passed_graded, t.graded) for t in found.tests] == [
-        (LEFT_IN_GRAD, 3, 4, 4, 9), (DTYPE, 4, 4, 7, 9), (IN_PLACE, 4, 4, 5, 9)]
-    assert found.tests[0].names == {"ko": "x.grad에 4x가 들어 있음"}
+    # Every test, the visible one first as it came first in the reports. Counting submissions: ada's,
+    # bo's, cy's and fay's last (dee's score was set by hand); 9 graded in all.
+    assert [(t.id, t.visible, t.passed_counting, t.counting, t.passed_graded, t.graded) for t in found.tests] == [
+        (VISIBLE, True, 4, 4, 9, 9), (LEFT_IN_GRAD, False, 3, 4, 4, 9), (DTYPE, False, 4, 4, 7, 9),
+        (IN_PLACE, False, 4, 4, 5, 9)]
+    assert found.tests[1].names == {"ko": "x.grad에 4x가 들어 있음"}
     # The doubled gradient: ada and cy passed it later, bo kept hitting it, dee never tried again.
-    assert [(m.test_id, m.hint, m.students, m.got_past) for m in found.misconceptions] == [
-        (LEFT_IN_GRAD, TWICE, 4, 2), (IN_PLACE, "x was changed in place", 3, 2),
-        (DTYPE, HINTS[DTYPE][0], 2, 1)]
+    assert [(m.hint, [t.id for t in m.tests], m.students, m.got_past) for m in found.misconceptions] == [
+        (TWICE, [LEFT_IN_GRAD], 4, 2), ("x was changed in place", [IN_PLACE], 3, 2),
+        (HINTS[DTYPE][0], [DTYPE], 2, 1)]
     # Full marks: ada at her 3rd attempt after 2 days, cy at his 2nd (the failed grading is none) after
     # 11 hours, fay at once.
     full = found.full_marks
@@ -146,6 +148,67 @@ def test_the_numbers_are_the_ones_worked_out_by_hand(klass, database_url):
     assert [(p.user.email, p.due_at, p.left, p.extended, p.counted.score, p.attempts) for p in found.pending] == [
         ("dee@uni.edu", DUE, -2 * HOUR, False, 4.5, 1), ("eve@uni.edu", DUE, -2 * HOUR, False, None, 0),
         ("bo@uni.edu", DUE + DAY, 22 * HOUR, True, 4, 2)]
+
+
+# One mistake fails two tests with the same hint: backward() run twice doubles both what
+# grad_2xtx returns (the visible test) and x.grad (a hidden one).
+DOUBLED = HINTS | {VISIBLE: HINTS[LEFT_IN_GRAD]}
+ONE_MISTAKE_TWO_TESTS = {
+    # gus: both tests give it, then he passes both: got past it.
+    "gus@uni.edu": [(-2 * DAY, report({DTYPE, IN_PLACE}, {VISIBLE, LEFT_IN_GRAD}, DOUBLED)),
+                    (-DAY, report(EVERY))],
+    # hal: only the hidden test gives it (his x.grad doubles, his return value does not), then he passes it.
+    "hal@uni.edu": [(-2 * DAY, report({VISIBLE, DTYPE, IN_PLACE}, {LEFT_IN_GRAD}, DOUBLED)),
+                    (-DAY, report(EVERY))],
+    # ivy: both give it, then she passes the hidden one but not the visible one: not past it.
+    "ivy@uni.edu": [(-2 * DAY, report({IN_PLACE}, {VISIBLE, LEFT_IN_GRAD, DTYPE}, DOUBLED)),
+                    (-DAY, report({LEFT_IN_GRAD, DTYPE, IN_PLACE}))],
+}
+
+
+def test_a_hint_that_several_tests_gave_is_one_misconception_naming_them_all(app, database_url):
+    with db.transaction(database_url) as s:
+        s.add(Exercise(slug="autograd-basics", version=1, title={"en": "Your first gradient"}, device="any",
+                       max_score=6.0, functions=["grad_2xtx"], published=True))
+        course = courses.create_course(s, title="Deep learning", code="DL102", time_zone="Asia/Seoul",
+                                       instructor=users.create_user(s, email="ines@uni.edu", password="correct horse"))
+        assignment = courses.create_assignment(s, course, exercise="autograd-basics", due_at=DUE.isoformat())
+        for email, made in ONE_MISTAKE_TWO_TESTS.items():
+            student = users.create_user(s, email=email, password="correct horse")
+            set_role(s, course.id, student.id, "student")
+            for offset, graded in made:
+                s.add(Submission(user_id=student.id, exercise_slug="autograd-basics", exercise_version=1,
+                                 assignment_id=assignment.id, source="def grad_2xtx(x): ...\n", status="graded",
+                                 created_at=DUE + offset, score=graded["score"], max_score=6.0, report=graded))
+        s.flush()
+        found = analytics(s, assignment, at=NOW)
+        body = as_json(found)
+    # One row for the doubled gradient, however many tests gave it: the tests in the order the
+    # reports list them, each student counted once.
+    assert [(m.hint, [t.id for t in m.tests], m.students, m.got_past) for m in found.misconceptions] == [
+        (TWICE, [VISIBLE, LEFT_IN_GRAD], 3, 2), (HINTS[DTYPE][0], [DTYPE], 1, 1)]
+    assert found.misconceptions[0].hints == {"ko": HINTS[LEFT_IN_GRAD][1]}
+    assert [(t.name, t.names) for t in found.misconceptions[0].tests] == [
+        ("returns 4x", {"ko": "4x를 반환"}), ("x.grad holds 4x", {"ko": "x.grad에 4x가 들어 있음"})]
+    assert [t["id"] for t in body["misconceptions"][0]["tests"]] == [VISIBLE, LEFT_IN_GRAD]
+    # The visible test's pass rate beside the hidden ones': gus's and hal's last passed it, ivy's did not.
+    assert [(t.id, t.visible, t.passed_counting, t.counting, t.passed_graded, t.graded) for t in found.tests][0] == (
+        VISIBLE, True, 2, 3, 3, 6)
+
+
+@pytest.mark.parametrize("lang, spans", [
+    ("en", ["0 seconds", "45 seconds", "1 minute", "4 minutes 30 seconds", "1 hour 1 minute", "11 hours",
+            "1 day", "2 days 3 hours", "10 days", "–"]),
+    ("ko", ["0초", "45초", "1분", "4분 30초", "1시간 1분", "11시간", "1일", "2일 3시간", "10일", "–"]),
+])
+def test_durations_are_in_the_units_their_length_asks_for(app, lang, spans):
+    from grader.web.analytics import duration
+
+    minute = timedelta(minutes=1)
+    with app.test_request_context(headers={"Accept-Language": lang}):
+        assert [duration(span) for span in (
+            timedelta(0), timedelta(seconds=45.9), minute, 4 * minute + timedelta(seconds=30), HOUR + minute,
+            11 * HOUR + timedelta(seconds=59), DAY, 2 * DAY + 3 * HOUR + 5 * minute, 10 * DAY, None)] == spans
 
 
 def test_the_api_returns_the_same_numbers_as_json(klass, client):
@@ -158,11 +221,15 @@ def test_the_api_returns_the_same_numbers_as_json(klass, client):
     assert body["scores"] | {"bins": None} == {"max_score": 6, "scored": 5, "unscored": 1, "mean_percent": 86.33,
                                                "median_percent": 90, "bins": None}
     assert body["scores"]["bins"][9] == {"from_percent": 90, "to_percent": 100, "students": 3}
-    assert body["tests"][0] == {"id": LEFT_IN_GRAD, "name": "x.grad holds 4x", "i18n": {"ko": "x.grad에 4x가 들어 있음"},
-                                "counting": {"passed": 3, "of": 4, "percent": 75},
+    assert [(t["id"], t["visible"]) for t in body["tests"]] == [
+        (VISIBLE, True), (LEFT_IN_GRAD, False), (DTYPE, False), (IN_PLACE, False)]
+    assert body["tests"][1] == {"id": LEFT_IN_GRAD, "name": "x.grad holds 4x", "i18n": {"ko": "x.grad에 4x가 들어 있음"},
+                                "visible": False, "counting": {"passed": 3, "of": 4, "percent": 75},
                                 "graded": {"passed": 4, "of": 9, "percent": 44.44}}
-    assert body["misconceptions"][0] == {"test": LEFT_IN_GRAD, "test_name": "x.grad holds 4x", "hint": TWICE,
-                                         "i18n": {"ko": HINTS[LEFT_IN_GRAD][1]}, "students": 4, "got_past": 2}
+    assert body["misconceptions"][0] == {
+        "hint": TWICE, "i18n": {"ko": HINTS[LEFT_IN_GRAD][1]},
+        "tests": [{"id": LEFT_IN_GRAD, "name": "x.grad holds 4x", "i18n": {"ko": "x.grad에 4x가 들어 있음"}}],
+        "students": 4, "got_past": 2}
     assert body["full_marks"] == {"reached": 3, "never": 3, "attempts": {"median": 2, "max": 3},
                                   "seconds_to_full_marks": {"median": 11 * 3600, "max": 2 * 86400}}
     assert body["not_yet_full_marks"] == [
@@ -224,23 +291,25 @@ def test_staff_read_the_numbers_in_tables_beside_the_charts(klass, app):
     found = tables(page)
     assert found["scores-table"][1:] == [[f"{low}–{low + 10}%", str(n)]
                                          for low, n in zip(range(0, 100, 10), [0, 0, 0, 0, 0, 0, 1, 1, 0, 3])]
-    assert found["tests-table"][1:] == [["x.grad holds 4x", "3 of 4 (75.0%)", "4 of 9 (44.4%)"],
-                                        ["float64 in, float64 out", "4 of 4 (100.0%)", "7 of 9 (77.8%)"],
-                                        ["x is left as it was", "4 of 4 (100.0%)", "5 of 9 (55.6%)"]]
+    assert found["tests-table"][1:] == [["returns 4x visible", "4 of 4 (100.0%)", "9 of 9 (100.0%)"],
+                                        ["x.grad holds 4x hidden", "3 of 4 (75.0%)", "4 of 9 (44.4%)"],
+                                        ["float64 in, float64 out hidden", "4 of 4 (100.0%)", "7 of 9 (77.8%)"],
+                                        ["x is left as it was hidden", "4 of 4 (100.0%)", "5 of 9 (55.6%)"]]
     assert found["misconceptions-table"][1:] == [[TWICE, "x.grad holds 4x", "4", "2"],
                                                  ["x was changed in place", "x is left as it was", "3", "2"],
                                                  [HINTS[DTYPE][0], "float64 in, float64 out", "2", "1"]]
     assert [row[:3] for row in found["pending-table"][1:]] == [
         ["Dee dee@uni.edu", "2026-12-10 23:59 KST (Asia/Seoul)", "past"],
         ["Eve eve@uni.edu", "2026-12-10 23:59 KST (Asia/Seoul)", "past"],
-        ["Bo bo@uni.edu", "2026-12-11 23:59 KST (Asia/Seoul) extension", "22 hours 0 minutes left"]]
-    assert "86.3%" in page and "90.0%" in page and "11 hours 0 minutes, 2 days 0 hours" in page
+        ["Bo bo@uni.edu", "2026-12-11 23:59 KST (Asia/Seoul) extension", "22 hours left"]]
+    assert "86.3%" in page and "90.0%" in page and "11 hours, 2 days" in page  # time to full marks
     charts = re.findall(r"<svg\b.*?</svg>", page, re.S)
     assert len(charts) == 3
     for chart in charts:
         ident = re.search(r'aria-labelledby="([\w-]+)-title \1-desc"', chart).group(1)
         assert 'role="img"' in chart and f'<title id="{ident}-title">' in chart and f'<desc id="{ident}-desc">' in chart
     assert ">3</text>" in charts[0] and ">75%</text>" in charts[1] and ">4</text>" in charts[2]
+    assert ">hidden</text>" in charts[1] and ">From: x.grad holds 4x</text>" in charts[2]
     # The hint's markup is text everywhere: in the table and in the chart's titles.
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in charts[2]
@@ -255,6 +324,7 @@ def test_the_page_speaks_korean_with_the_reports_korean_names_and_hints(klass, a
     assert "반영 점수" in page  # "Score that counts", already translated
     assert [row[:2] for row in tables(page)["misconceptions-table"][2:]] == [
         [HINTS[IN_PLACE][1], "x가 그대로 남음"], [HINTS[DTYPE][1], "float64를 넣으면 float64"]]
+    assert "11시간, 2일" in page  # time to full marks, in Korean units
 
 
 def test_only_staff_of_the_course_see_it(klass, app):

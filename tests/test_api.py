@@ -81,7 +81,8 @@ def test_the_exercise_list_holds_published_exercises_only(client, auth, basics, 
     assert response.status_code == 200
     assert response.get_json() == {"exercises": [{
         "slug": "autograd-basics", "version": 1, "device": "any", "max_score": 6, "functions": ["grad_2xtx"],
-        "title": {"en": "Your first gradient with backward()", "ko": "backward()로 구하는 첫 번째 기울기"}}]}
+        "title": {"en": "Your first gradient with backward()", "ko": "backward()로 구하는 첫 번째 기울기"},
+        "released": True}]}
 
 
 def test_an_exercise_comes_with_its_statement_in_english_and_korean(client, auth, basics):
@@ -269,7 +270,8 @@ def test_a_queued_submission_shows_its_status(client, auth, basics):
     assert response.get_json() == {
         "id": created["id"], "exercise": "autograd-basics", "exercise_version": 1, "assignment": None, "user": "lms-42",
         "status": "queued", "progress": {"done": 0, "total": 0}, "score": None, "max_score": None,
-        "failure_reason": None, "report": None, "notebook": None}
+        "failure_reason": None, "report": None, "notebook": None, "delayed": True,  # no worker in this test
+        "comments": []}
 
 
 def test_a_graded_submission_shows_its_score_and_report(client, auth, basics, database_url):

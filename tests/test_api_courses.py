@@ -12,7 +12,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from werkzeug.http import parse_options_header
+
 from grader import clock, db
+from grader.api.openapi import document
 from grader.submissions.models import Submission, SubmissionStatus
 from tests.test_api import GOOD_SOURCE, assert_error, make_key  # noqa: F401  (fixtures)
 
@@ -119,6 +122,28 @@ def test_a_bad_course_or_assignment_is_refused_with_the_reason(client, key, cour
     course_id, _ = course
     response = client.post(path.replace("{course}", f"/api/v1/courses/{course_id}"), json=body, headers=key)
     assert_error(response, 422, code)
+
+
+def test_a_course_code_another_course_has_is_refused_whatever_its_case(client, key, course, make_key):
+    other_key = {"Authorization": f"Bearer {make_key(*SCOPES)}"}
+    for headers in (key, other_key):  # codes are the site's, not a key's
+        taken = client.post("/api/v1/courses", json={"title": "Again", "code": "dl101"}, headers=headers)
+        assert_error(taken, 409, "course_code_taken")
+        assert "dl101" in taken.get_json()["error"]["message"]
+    documented = document()["paths"]["/courses"]["post"]["responses"]["409"]["description"]
+    assert "`course_code_taken`" in documented
+
+
+def test_a_course_with_a_korean_code_exports_its_gradebook_under_that_name(client, key, basics):
+    made = client.post("/api/v1/courses", json={"title": "딥러닝", "code": "딥러닝101"}, headers=key)
+    assert made.status_code == 201, made.get_json()
+    for per in ("student", "submission"):
+        response = client.get(f"/api/v1/courses/{made.get_json()['id']}/gradebook?format=csv&per={per}",
+                              headers=key)
+        assert response.status_code == 200 and response.mimetype == "text/csv"
+        disposition = response.headers["Content-Disposition"]
+        assert disposition.isascii() and 'filename="101-' in disposition  # for clients that read only that
+        assert parse_options_header(disposition) == ("attachment", {"filename": f"딥러닝101-{per}s.csv"})
 
 
 def test_a_roster_with_one_bad_line_adds_nobody(client, key, course):

@@ -120,8 +120,70 @@ def test_the_gradebook_exports_as_csv_that_reads_back_in_the_courses_time_zone(c
         ("ada@uni.edu", "5.4", "late: -10%", "5.4"), ("bo@uni.edu", "4", "", "4"),
         ("cy@uni.edu", "", "extension: exchange semester", "0")]  # the TA is no student of it
     ada = next(r for r in per_submission if r["student"] == "ada@uni.edu")
-    assert ada["submitted_at"] == "2026-12-11 00:59 KST (Asia/Seoul)"
+    assert ada["submitted_at"] == "2026-12-11T00:59:00+09:00"  # ISO 8601, in Seoul, with its offset
+    assert datetime.fromisoformat(ada["submitted_at"]) == DUE + HOUR
+    assert (ada["assignment"], ada["assignment_id"]) == (title, str(assignment_id))
     assert (ada["late"], ada["late_penalty_percent"], ada["counts"], ada["score"]) == ("yes", "10", "yes", "6")
+
+
+def test_two_assignments_with_one_title_get_a_column_each(course_db):
+    url, course_id, first = course_db
+    with db.transaction(url) as s:
+        second = courses.create_assignment(s, s.get(Course, course_id), exercise="autograd-basics",
+                                           due_at=(DUE + DAY).isoformat()).id
+    grade(url, submit(url, first, "ada@uni.edu", DUE - DAY), 6)
+    grade(url, submit(url, second, "ada@uni.edu", DUE), 3)
+    with db.transaction(url) as s:
+        book = gradebook(s, s.get(Course, course_id))
+        text = students_csv(book)
+    header = next(csv.reader(io.StringIO(text)))
+    assert len(header) == len(set(header))
+    ada = next(r for r in csv.DictReader(io.StringIO(text)) if r["student"] == "ada@uni.edu")
+    title = "Your first gradient"
+    assert (ada[f"{title} (#{first}) (score)"], ada[f"{title} (#{second}) (score)"], ada["total"]) == ("6", "3", "9")
+
+
+@pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1+1", "\r=1+1",
+                                  "  =1+1", "\u3000@cmd", "\tAda"])
+def test_no_cell_of_an_export_starts_a_formula(course_db, name):
+    """OWASP's CSV injection list, also after leading whitespace: such a name (an LMS can send
+    one) is written with a quote first, so a spreadsheet shows it as text."""
+    url, course_id, assignment_id = course_db
+    with db.transaction(url) as s:
+        student(s, "ada@uni.edu").name = name
+        s.get(Assignment, assignment_id).title = name
+        book = gradebook(s, s.get(Course, course_id))
+        per_student, per_submission = students_csv(book), submissions_csv(s, book)
+    [ada] = [r for r in csv.DictReader(io.StringIO(per_student)) if r["student"] == "ada@uni.edu"]
+    assert ada["name"] == "'" + name
+    assert next(csv.reader(io.StringIO(per_student)))[2] == f"'{name} (score)"
+    assert next(csv.reader(io.StringIO(per_submission)))[2] == "assignment"
+
+
+def test_a_course_code_is_the_sites_alone_whatever_its_case(course_db):
+    url, course_id, _ = course_db
+    for code in ("DL101", "dl101", " Dl101 "):
+        with pytest.raises(courses.CourseError) as caught, db.transaction(url) as s:
+            courses.create_course(s, title="Another", code=code)
+        assert caught.value.code == "course_code_taken" and caught.value.status == 409
+        assert "there is already a course with the code" in caught.value.message
+    with db.transaction(url) as s:
+        assert s.query(Course).count() == 1  # nothing half-made
+        assert courses.course_called(s, "dl101").id == course_id
+        assert courses.create_course(s, title="Next term", code="DL101-2").code == "DL101-2"
+
+
+def test_the_database_refuses_a_second_course_with_a_code_the_check_did_not_see(course_db, monkeypatch):
+    """Two requests racing past the check: the unique index stops the second, as a refusal."""
+    from grader.courses import codes
+
+    url, _, _ = course_db
+    monkeypatch.setattr(codes, "require_free", lambda session, code: None)  # the other request's view
+    with pytest.raises(courses.CourseError) as caught, db.transaction(url) as s:
+        courses.create_course(s, title="Raced", code="dl101")
+    assert caught.value.code == "course_code_taken"
+    with db.transaction(url) as s:
+        assert s.query(Course).filter_by(title="Raced").count() == 0
 
 
 def test_a_roster_with_a_bad_line_imports_nothing_and_says_which(course_db):
@@ -195,10 +257,15 @@ def test_a_course_runs_from_the_command_line(tmp_path, monkeypatch):
                                       "--due", "2026-12-10T23:59+09:00"])
     assert assignment.exit_code == 0 and "due 2026-12-10 23:59 KST (Asia/Seoul)" in assignment.output
     grade(url, submit(url, int(assignment.stdout.strip().splitlines()[-1]), "ada@uni.edu", DUE - HOUR), 6)
+    again = runner.invoke(main, ["course", "create", "--title", "Deep learning again", "--code", "dl101"])
+    assert again.exit_code == 1 and "there is already a course with the code 'dl101'" in again.output
     exported = runner.invoke(main, ["gradebook", "export", "--course", "DL101", "--csv", str(tmp_path / "g.csv")])
     assert exported.exit_code == 0, exported.output
     rows = list(csv.DictReader((tmp_path / "g.csv").open()))
     assert [(r["student"], r["total"]) for r in rows] == [("ada@uni.edu", "6")]
+    per_submission = runner.invoke(main, ["gradebook", "export", "--course", "dl101", "--per", "submission"])
+    [row] = list(csv.DictReader(io.StringIO(per_submission.stdout)))
+    assert row["submitted_at"] == "2026-12-10T22:59:00+09:00"
     db.engine_for(url).dispose()
 
 

@@ -246,8 +246,20 @@ def test_grader_exercise_push_publishes_through_the_running_service(app, catalog
             assert first.exit_code == 0, first.output
             assert "mutant:returns_y" in first.output and re.search(r"(\d+) of \1 checks hold", first.output)
             assert "published ines-basics v1" in first.output and token not in first.output
+            # Its title is autograd-basics' own: the worker's check warns, and publishes it all the same.
+            assert "warn ines-basics  its title 'Your first gradient with backward()' is the title of the exercise " \
+                   "'autograd-basics' already" in first.output
+            # Without --release a new exercise is a draft: its key sees it, no one else does.
+            assert "released" not in first.output
+            assert client.get("/api/v1/exercises/ines-basics", headers=bearer(stranger)).status_code == 404
+            assert client.get("/api/v1/exercises/ines-basics", headers=bearer(token)).get_json()["released"] is False
+            released = CliRunner().invoke(main, [*push, url, "--release", str(bundle_folder(tmp_path, version=2))],
+                                          env={"GRADER_API_KEY": token})
+            assert released.exit_code == 0, released.output
+            assert "published ines-basics v2" in released.output and "released ines-basics" in released.output
             listed = client.get("/api/v1/exercises/ines-basics", headers=bearer(stranger)).get_json()
-            assert listed["version"] == 1 and "From Ines's repository." in listed["statement"]["en"]
+            assert listed["version"] == 2 and listed["released"] is True
+            assert "From Ines's repository." in listed["statement"]["en"]
 
             # A course pins version 1; a broken version 2 is rejected with its table and changes nothing.
             course = client.post("/api/v1/courses", headers=bearer(staff),
@@ -256,26 +268,28 @@ def test_grader_exercise_push_publishes_through_the_running_service(app, catalog
                               json={"members": [{"user": "ada", "role": "student"}]}).status_code == 200
             assignment = client.post(f"/api/v1/courses/{course}/assignments", headers=bearer(staff), json={
                 "exercise": "ines-basics", "due_at": "2030-01-01T00:00:00+00:00"}).get_json()
-            assert assignment["version"] == 1
-            broken = CliRunner().invoke(main, [*push, url, str(bundle_folder(tmp_path, version=2, broken=True))],
+            assert assignment["version"] == 2
+            broken = CliRunner().invoke(main, [*push, url, str(bundle_folder(tmp_path, version=3, broken=True))],
                                         env={"GRADER_API_KEY": token})
             assert broken.exit_code == 1, broken.output
             assert "FAIL ines-basics  solution" in broken.output and "was not published" in broken.output
-            assert versions(client, token) == [(2, "rejected"), (1, "published")]
-            assert versions(client, stranger) == [(1, "published")]  # no one else's rejected uploads
+            assert versions(client, token) == [(3, "rejected"), (2, "published"), (1, "kept")]
+            assert versions(client, stranger) == [(2, "published"), (1, "kept")]  # no one else's rejected uploads
 
-            # Version 3 holds and is published; the assignment still grades against version 1.
-            third = CliRunner().invoke(main, [*push, url, str(bundle_folder(tmp_path, version=3,
-                                                                            statement="Version three."))],
-                                       env={"GRADER_API_KEY": token})
-            assert third.exit_code == 0, third.output
-            assert versions(client, token) == [(3, "published"), (2, "rejected"), (1, "kept")]
+            # Version 4 holds and is published, released as version 2 was; the assignment still
+            # grades against version 2.
+            fourth = CliRunner().invoke(main, [*push, url, str(bundle_folder(tmp_path, version=4,
+                                                                             statement="Version four."))],
+                                        env={"GRADER_API_KEY": token})
+            assert fourth.exit_code == 0, fourth.output
+            assert versions(client, token) == [(4, "published"), (3, "rejected"), (2, "kept"), (1, "kept")]
+            assert client.get("/api/v1/exercises/ines-basics", headers=bearer(stranger)).get_json()["version"] == 4
             made = client.post("/api/v1/submissions", headers=bearer(staff),
                                json={"assignment": assignment["id"], "source": SOLUTION, "user": "ada"})
             assert made.status_code == 202, made.get_data(as_text=True)
             graded = wait_graded(catalogue, made.get_json()["id"])
     finally:
         stop(worker)
-    assert graded.status == "graded" and graded.exercise_version == 1 and graded.score == 6
+    assert graded.status == "graded" and graded.exercise_version == 2 and graded.score == 6
     with db.transaction(catalogue) as session:
-        assert session.get(Exercise, "ines-basics").version == 3
+        assert session.get(Exercise, "ines-basics").version == 4

@@ -155,6 +155,34 @@ def test_an_instructor_launch_makes_a_course_instructor_and_a_link_remembers_its
     assert (placed.course_id, placed.exercise_slug) == (course.id, "autograd-basics")
 
 
+def test_an_lms_course_whose_label_another_course_has_gets_the_label_with_a_suffix(lms, service):
+    from grader import courses
+
+    with db.transaction(service) as session:
+        courses.create_course(session, title="Taught here", code="COURSE-1")
+    teacher = Pending(user="teacher-1", roles=[INSTRUCTOR], custom={"exercise": "autograd-basics"})
+    for _ in range(2):  # every launch keeps the code the first one gave
+        assert launch(lms, teacher).status_code == 200
+    # Another context whose label is the same but for its case takes the next free suffix.
+    assert launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], context="course-2", context_label="course-1",
+                               custom={"exercise": "autograd-basics"})).status_code == 200
+    with db.transaction(service) as session:
+        codes = {c.context_id: c.code for c in session.query(Course)}
+        assert courses.course_called(session, "course-1-2").context_id == "course-1"
+    assert codes == {None: "COURSE-1", "course-1": "COURSE-1-2", "course-2": "course-1-3"}
+
+
+def test_names_titles_and_labels_from_a_launch_are_stored_without_control_characters(lms, service):
+    page = launch(lms, Pending(user="teacher-1", roles=[INSTRUCTOR], name="Ada\u202e Love\x07lace\n",
+                               context_title="Deep\tlearning\x00", context_label="\u2066DL101\u2069\r",
+                               custom={"exercise": "autograd-basics"}))
+    assert page.status_code == 200
+    with db.transaction(service) as session:
+        [course] = session.query(Course).all()
+        [user] = session.query(User).all()
+        assert (user.name, course.title, course.code) == ("Ada Lovelace", "Deep learning", "DL101")
+
+
 @SQLITE_ONLY
 def test_a_link_to_no_exercise_says_so(lms):
     page = launch(lms, Pending(user="student-3", roles=[LEARNER], resource_link="unknown-link"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -119,4 +120,41 @@ def test_courses_sharing_a_code_keep_it_for_the_oldest_and_the_others_get_a_suff
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(another, {"code": "Cv200"})
+    engine.dispose()
+
+
+def test_exercises_published_before_drafts_stay_released_and_personal_tokens_read_exercises(empty_database):
+    url = empty_database
+    migrate(url, "0020")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (email, name, role, session_version, self_registered, mail_off, "
+                          "created_at) VALUES ('ada@example.org', 'Ada', 'student', 0, false, '[]', '2026-01-01')"))
+        conn.execute(text("INSERT INTO exercises (slug, version, title, device, max_score, functions, published,"
+                          " updated_at) VALUES ('grad-of-cubes', 2, '{}', 'cpu', 6, '[]', true, '2026-01-01')"))
+        conn.execute(text("INSERT INTO api_keys (prefix, key_hash, scopes, name, user_id, created_at) VALUES "
+                          "('aaaaaaaaaaaa', 'h', '[\"submissions:read\", \"submissions:write\"]', 'laptop', "
+                          "(SELECT id FROM users), '2026-01-01'), ('bbbbbbbbbbbb', 'h', '[\"grades:read\"]', "
+                          "'service', NULL, '2026-01-01')"))
+    engine.dispose()
+    migrate(url, "head")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT released FROM exercises")).scalar() in (True, 1)
+        scopes = dict(conn.execute(text("SELECT prefix, scopes FROM api_keys")).all())
+        parsed = {prefix: json.loads(value) if isinstance(value, str) else value for prefix, value in scopes.items()}
+        assert parsed == {"aaaaaaaaaaaa": ["exercises:read", "submissions:read", "submissions:write"],
+                          "bbbbbbbbbbbb": ["grades:read"]}
+        # A row made without saying (as SQL elsewhere would) is released too; the model says so for uploads.
+        conn.execute(text("INSERT INTO exercises (slug, version, title, device, max_score, functions, published,"
+                          " updated_at) VALUES ('other', 1, '{}', 'cpu', 1, '[]', true, '2026-01-01')"))
+        assert conn.execute(text("SELECT released FROM exercises WHERE slug = 'other'")).scalar() in (True, 1)
+    engine.dispose()
+    migrate(url, "0020", down=True)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert "released" not in [c["name"] for c in inspect(conn).get_columns("exercises")]
+        scopes = conn.execute(text("SELECT scopes FROM api_keys WHERE prefix = 'aaaaaaaaaaaa'")).scalar()
+        assert (json.loads(scopes) if isinstance(scopes, str) else scopes) == ["submissions:read",
+                                                                              "submissions:write"]
     engine.dispose()

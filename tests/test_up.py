@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 GRADER = Path(sys.executable).with_name("grader")
 SOLUTION = ROOT / "exercises" / "autograd-basics" / "solution.py"
+# Right, and slow enough (a second a call) to be caught mid-grade.
+SLOW_SOLUTION = SOLUTION.read_text().replace("    y.backward()", "    __import__('time').sleep(1)\n    y.backward()")
 
 
 def free_ports(count: int) -> list[int]:
@@ -109,7 +111,8 @@ class Up:
         return found
 
     def child_pid(self, name: str) -> int:
-        return int(re.search(rf"started {name} \(pid (\d+)\)", self.output()).group(1))
+        """The pid of the latest start of ``name``."""
+        return int(re.findall(rf"started {name} \(pid (\d+)\)", self.output())[-1])
 
     def kill_everything(self) -> None:
         """After a failed test: nothing of it may outlive the test."""
@@ -182,6 +185,12 @@ def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp
             assert time.monotonic() < deadline, f"still {submission['status']}:\n{up.output()}"
             time.sleep(0.3)
         assert submission["status"] == "graded" and submission["score"] == submission["max_score"] == 6
+        connection = http.client.HTTPConnection("127.0.0.1", web_port, timeout=30)
+        connection.request("GET", "/metrics")  # the web's, with what the worker counted
+        scraped = connection.getresponse().read().decode()
+        connection.close()
+        assert re.search(r'grader_grades_finished_total\{exercise="autograd-basics",status="graded"\} 1\.0', scraped)
+        assert re.search(r'grader_submissions_received_total\{exercise="autograd-basics",way="api"\} 1\.0', scraped)
 
         up.seen |= descendants(up.process.pid)
         names = " ".join(command_line(pid) for pid, _ in up.seen)
@@ -195,19 +204,55 @@ def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp
     finally:
         up.kill_everything()
 
-    # Started again in the same folder: nothing to publish, no second instructor, and a
-    # part that dies takes the others down with a message that names it.
+    # Started again in the same folder: nothing to publish, no second instructor. A part
+    # that dies is started again while the others keep serving: a student whose grade waits
+    # for the killed worker is told so within seconds, and it is graded once the worker is back.
     again = Up(tmp_path, environment(redis_port), "--port", str(web_port))
     try:
         again.wait_for(r"grader is up: http://")
         assert "publishing" not in again.output() and "instructor account was made" not in again.output()
-        again.seen |= descendants(again.process.pid)
+        worker = again.child_pid("the Celery worker")
+        status, created = request(web_port, "POST", "/api/v1/submissions", key=key, body={
+            "exercise": "autograd-basics", "source": SLOW_SOLUTION, "user": "newcomer"})
+        assert status == 202, created
+        path = "/" + created["url"].split("/", 3)[3]
+        deadline = time.monotonic() + 60
+        while (submission := request(web_port, "GET", path, key=key)[1])["status"] != "running":
+            assert time.monotonic() < deadline, submission
+            time.sleep(0.2)
+        os.killpg(worker, signal.SIGSTOP)  # hung mid-grade: not dead, so not restarted, and silent
+        deadline = time.monotonic() + 30
+        while not (submission := request(web_port, "GET", path, key=key)[1])["delayed"]:  # the web answers
+            assert submission["status"] == "running" and time.monotonic() < deadline, submission
+            time.sleep(0.5)
+        os.killpg(worker, signal.SIGKILL)  # dead: started again, it takes the grade up at once
+        again.wait_for(r"the Celery worker \(pid \d+\) exited with status -9; starting it again in 1 s")
+        deadline = time.monotonic() + 180
+        while (submission := request(web_port, "GET", path, key=key)[1])["status"] != "graded":
+            assert time.monotonic() < deadline, f"still {submission}:\n{again.output()}"
+            time.sleep(0.5)
+        assert submission["score"] == 6 and submission["delayed"] is False
+        assert again.child_pid("the Celery worker") != worker
+
         os.kill(again.child_pid("gunicorn"), signal.SIGKILL)
-        assert again.process.wait(45) == 1, again.output()
-        assert re.search(r"gunicorn \(pid \d+\) exited with status -9", again.output()), again.output()
+        again.wait_for(r"gunicorn \(pid \d+\) exited with status -9; starting it again")
+        deadline = time.monotonic() + 60
+        while len(re.findall(r"started gunicorn \(pid", again.output())) < 2 or not _answers(web_port):
+            assert time.monotonic() < deadline, again.output()
+            time.sleep(0.5)
+        again.seen |= descendants(again.process.pid)
+        again.process.send_signal(signal.SIGINT)
+        assert again.process.wait(45) == 0, again.output()
         assert wait_until_gone(again.seen) == set(), [command_line(pid) for pid, _ in again.seen]
     finally:
         again.kill_everything()
+
+
+def _answers(port: int) -> bool:
+    try:
+        return request(port, "GET", "/api/v1/openapi.json")[0] == 200
+    except OSError:
+        return False
 
 
 @pytest.mark.slow  # takes seconds: left out of the fast loop

@@ -256,7 +256,17 @@ def test_a_pending_submission_shows_a_progress_bar_that_works_without_javascript
         row = session.get(Submission, location.rsplit("/", 1)[1])
         row.status, row.progress_done, row.progress_total = "running", 1, 4
     assert ada.get(location + "/status").get_json() == {"status": "running", "done": 1, "total": 4,
-                                                         "score": None, "max_score": None}
+                                                         "score": None, "max_score": None, "delayed": True}
+
+
+def test_a_pending_submission_says_when_no_grader_is_up_to_take_it(ada, database_url):
+    """No worker runs in this test, as when the only one was killed: the page says the
+    grade waits for one, and the status its script polls says so too."""
+    location = submit(ada).location
+    page = ada.get(location).get_data(as_text=True)
+    assert re.search(r'<p id="delayed" role="status">A grader stopped; your submission will be graded when it is '
+                     r'back', page), page
+    assert ada.get(location + "/status").get_json()["delayed"] is True
 
 
 def test_a_graded_submission_shows_each_test_its_hint_and_the_score(ada, database_url):

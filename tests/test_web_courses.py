@@ -13,11 +13,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from werkzeug.http import parse_options_header
 
 from grader import clock, courses, db
 from grader.accounts import users
 from grader.accounts.models import User
+from grader.courses.models import Course
 from grader.submissions.models import Submission
 from tests.mailbox import queued_mail
 from tests.forms import sign_in, token
@@ -123,6 +125,24 @@ def test_staff_grant_extensions_set_scores_and_export_the_gradebook(course, ada,
     [row] = list(csv.DictReader(io.StringIO(exported.get_data(as_text=True))))
     assert (row["student"], row["total"]) == ("ada@example.org", "5.5")
     assert ada.get(f"{course_url}/gradebook").status_code == 403  # students see their own standing only
+
+
+def test_a_course_code_another_course_has_is_refused_on_the_page_and_a_korean_one_exports(course, database_url):
+    prof, _, _ = course
+    taken = prof.post("/courses", data={"title": "Deep learning, again", "code": "dl101", "time_zone": "Asia/Seoul",
+                                        "csrf_token": token(prof, "/courses")})
+    page = taken.get_data(as_text=True)
+    assert taken.status_code == 409
+    assert "There is already a course with the code dl101. Course codes are unique" in page
+    assert 'value="Deep learning, again"' in page  # the form as it was sent
+    with db.transaction(database_url) as s:
+        assert s.scalar(select(func.count()).select_from(Course)) == 1
+    made = prof.post("/courses", data={"title": "딥러닝", "code": "딥러닝101", "csrf_token": token(prof, "/courses")})
+    assert made.status_code == 303
+    exported = prof.get(made.headers["Location"] + "/gradebook.csv?per=submission")
+    assert exported.status_code == 200 and exported.mimetype == "text/csv"
+    assert parse_options_header(exported.headers["Content-Disposition"]) == (
+        "attachment", {"filename": "딥러닝101-submissions.csv"})
 
 
 def test_a_course_is_not_found_by_those_outside_it(course, site):

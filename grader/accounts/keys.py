@@ -26,7 +26,7 @@ from grader.refusals import Refused
 
 SCOPES = ("exercises:read", "exercises:write", "submissions:read", "submissions:write", "courses:read", "courses:write",
           "grades:read", "grades:write")
-PERSONAL_SCOPES = ("submissions:read", "submissions:write")
+PERSONAL_SCOPES = ("exercises:read", "submissions:read", "submissions:write")
 PERSONAL_LIMIT = 10  # live tokens per user: enough for every machine a student works on
 # prefix: 12 hex digits, so it never contains the "_" that separates the parts.
 _KEY = re.compile(r"^gk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")

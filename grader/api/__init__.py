@@ -5,6 +5,6 @@ OpenAPI document at /api/v1/openapi.json describes it all.
 """
 
 from grader.api.views import bp
-from grader.api import assignments, courses, exercises, practice  # noqa: F401  (their routes, on the same blueprint)
+from grader.api import assignments, comments, courses, exercises, practice  # noqa: F401  (their routes, on the same blueprint)
 
 __all__ = ["bp"]

@@ -2,19 +2,24 @@
 those of its owner's courses, each with where the owner stands (their own due date,
 attempts, the score that counts, held as the site holds it): what the notebook client
 lists and finds an assignment by (its course's code and its title). With an API key, those
-of the key's own courses."""
+of the key's own courses.
+
+GET /api/v1/assignments/<id>/submissions.zip: every student's submissions to one of the
+key's assignments as one zip (grader.courses.archive), for the key that runs the course."""
 
 from __future__ import annotations
 
-from flask import g, jsonify
+from flask import g, jsonify, request, send_file
 from sqlalchemy import select
 
 from grader import courses
 from grader.accounts.models import User
-from grader.api.views import bp, requires
+from grader.api.views import _own_assignment, bp, requires
+from grader.courses import archive
 from grader.courses.models import Assignment, Course, CourseMember
 from grader.courses.times import aware
-from grader.extensions import get_db
+from grader.exports import attachment
+from grader.extensions import LANGUAGES, get_db
 
 
 @bp.get("/assignments")
@@ -53,3 +58,18 @@ def _mine(session, assignment: Assignment, course: Course, owner: User) -> dict:
             "counted_score": None if held else standing.counted.score,
             "counted_max_score": None if held else standing.counted.max_score,
             "feedback_held_until": standing.held_until.isoformat(timespec="seconds") if held else None}
+
+
+@bp.get("/assignments/<int:assignment_id>/submissions.zip")
+@requires("grades:read")
+def get_submissions_zip(assignment_id: int):
+    """A folder per student with each attempt's source and report (JSON and text, in the
+    request's language), and index.csv at the top."""
+    with get_db() as session:
+        assignment = _own_assignment(session, assignment_id)
+        spool, _archived = archive.spooled_submissions_zip(
+            session, assignment, lang=request.accept_languages.best_match(LANGUAGES) or "en")
+        name = archive.file_name(session.get(Course, assignment.course_id), assignment)
+    response = send_file(spool, mimetype="application/zip", max_age=0)
+    response.headers["Content-Disposition"] = attachment(name)
+    return response

@@ -1,5 +1,6 @@
-"""/api/v1 for running a course: courses, their members, assignments, extensions,
-overrides, the gradebook, regrades, and the class's analytics and similar submissions. A course made with an API key is that key's alone, and its
+"""/api/v1 for running a course: courses, their members, assignments, extensions and
+overrides (granted, listed, revoked), the gradebook, regrades, and the class's analytics
+and similar submissions. A course made with an API key is that key's alone, and its
 members are the key's own users (the same ``user`` values its submissions name)."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from grader import courses
 from grader.courses import analytics, regrades, similarity
 from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
 from grader.courses.models import Assignment, Course, Regrade
+from grader.courses.times import aware
+from grader.exports import attachment
 from grader.extensions import get_db
 
 _COURSE_FIELDS = ("title", "code", "time_zone")
@@ -126,7 +129,7 @@ def create_assignment(course_id: int):
     body = _fields(_json_body(), _ASSIGNMENT_FIELDS, ("exercise", "due_at"))
     with get_db() as session:
         course = _course(session, course_id)
-        assignment = courses.create_assignment(session, course, **body)
+        assignment = courses.create_assignment(session, course, **body, key_id=g.caller.key_id)
         return _created(assignment_json(assignment, course))
 
 
@@ -142,8 +145,8 @@ def get_gradebook(course_id: int):
         if fmt == "json":
             return jsonify(as_json(book))
         text = students_csv(book) if per == "student" else submissions_csv(session, book)
-    name = f"{course.code or 'course'}-{per}s.csv".replace('"', "")
-    return Response(text, mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(text, mimetype="text/csv",
+                    headers={"Content-Disposition": attachment(f"{course.code or 'course'}-{per}s.csv")})
 
 
 @bp.post("/assignments/<int:assignment_id>/extensions")
@@ -177,6 +180,61 @@ def set_override(assignment_id: int):
         student_id = override.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return _created(made)
+
+
+def _iso(moment) -> str | None:
+    return aware(moment).isoformat(timespec="seconds") if moment is not None else None
+
+
+def extension_json(extension, user, course: Course) -> dict:
+    return {"user_id": user.id, "user": who(user), "name": user.name, "due_at": _iso(extension.due_at),
+            "due_at_shown": courses.shown(extension.due_at, course) or None,
+            "extra_attempts": extension.extra_attempts, "reason": extension.reason,
+            "granted_by": extension.granted_by, "granted_at": _iso(extension.granted_at)}
+
+
+def override_json(override, user) -> dict:
+    return {"user_id": user.id, "user": who(user), "name": user.name, "score": override.score,
+            "reason": override.reason, "granted_by": override.set_by, "granted_at": _iso(override.set_at)}
+
+
+@bp.get("/assignments/<int:assignment_id>/extensions")
+@requires("grades:read")
+def list_extensions(assignment_id: int):
+    with get_db() as session:
+        assignment, course = _assignment(session, assignment_id)
+        listed = courses.list_extensions(session, assignment)
+        return jsonify(assignment=assignment.id,
+                       extensions=[extension_json(extension, user, course) for extension, user in listed])
+
+
+@bp.get("/assignments/<int:assignment_id>/overrides")
+@requires("grades:read")
+def list_overrides(assignment_id: int):
+    with get_db() as session:
+        assignment, _ = _assignment(session, assignment_id)
+        listed = courses.list_overrides(session, assignment)
+        return jsonify(assignment=assignment.id, overrides=[override_json(override, user) for override, user in listed])
+
+
+@bp.delete("/assignments/<int:assignment_id>/extensions/<int:user_id>")
+@requires("grades:write")
+def revoke_extension(assignment_id: int, user_id: int):
+    with get_db() as session:
+        assignment, _ = _assignment(session, assignment_id)
+        courses.revoke_extension(session, assignment, user_id, by=_by())
+    courses.announce_standing(assignment_id, user_id)  # only now: it is committed, as after a grant
+    return "", 204
+
+
+@bp.delete("/assignments/<int:assignment_id>/overrides/<int:user_id>")
+@requires("grades:write")
+def revoke_override(assignment_id: int, user_id: int):
+    with get_db() as session:
+        assignment, _ = _assignment(session, assignment_id)
+        courses.revoke_override(session, assignment, user_id, by=_by())
+    courses.announce_standing(assignment_id, user_id)  # only now: it is committed, as after setting it
+    return "", 204
 
 
 # ------------------------------------------------------------------ similar submissions

@@ -9,10 +9,11 @@ itself; never a version of the catalogue's exercises or of another key's.
 from __future__ import annotations
 
 from flask import current_app, g, jsonify, request, url_for
-from sqlalchemy import select
 
 from grader.api.views import ApiError, _accepted, _key_limit, _key_prefix, bp, requires
-from grader.catalog import is_slug, uploads
+from grader import courses
+from grader.accounts.models import User
+from grader.catalog import drafts, is_slug, uploads
 from grader.authoring.check_table import CheckRow
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.extensions import get_db, limiter
@@ -23,29 +24,58 @@ _ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/oc
 
 def _exercise_json(row: Exercise) -> dict:
     return {"slug": row.slug, "version": row.version, "title": row.title, "device": row.device,
-            "max_score": row.max_score, "functions": row.functions}
+            "max_score": row.max_score, "functions": row.functions, "released": row.released}
+
+
+def viewer(session) -> dict:
+    """Who reads, for the rule of who sees which exercise (grader.courses.exercises): a
+    personal token's owner, as on the site; a service's key, as itself."""
+    if g.caller.user_id is not None:
+        return {"user": session.get(User, g.caller.user_id)}
+    return {"key_id": g.caller.key_id}
+
+
+def _visible(session, slug: str) -> Exercise:
+    """The exercise ``slug`` where the caller sees it; exercise_not_found otherwise (a draft
+    that is not theirs is not told apart from a slug that names nothing)."""
+    row = courses.exercises.find(session, slug, **viewer(session))
+    if row is None:
+        raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
+    return row
 
 
 @bp.get("/exercises")
 @requires("exercises:read")
 def list_exercises():
     with get_db() as session:
-        rows = session.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug))
+        rows = courses.exercises.listed(session, **viewer(session))
         return jsonify(exercises=[_exercise_json(row) for row in rows])
 
 
 @bp.get("/exercises/<slug>")
 @requires("exercises:read")
 def get_exercise(slug: str):
-    row = None
-    if is_slug(slug):  # anything else cannot be a slug; do not send it to the database
-        with get_db() as session:
-            row = session.get(Exercise, slug)
-    if row is None or not row.published:
-        raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
+    with get_db() as session:
+        row = _visible(session, slug)
+        found = _exercise_json(row)
     with get_db() as session:
         statement = uploads.statements(session, slug, current_app.config["EXERCISES_DIR"])
-    return jsonify({**_exercise_json(row), "statement": statement})
+    return jsonify({**found, "statement": statement})
+
+
+@bp.post("/exercises/<slug>/release")
+@requires("exercises:write")
+def release_exercise(slug: str):
+    """Release a draft to the catalogue: only the key that published it (an exercise of the
+    catalogue folder or the instructor page is the administrators'). Again on a released
+    exercise: the same answer, nothing changes."""
+    with get_db() as session:
+        row = _visible(session, slug)
+        try:
+            drafts.release(session, row, key_id=g.caller.key_id)
+        except drafts.NotReleasable as exc:
+            raise ApiError.of(exc) from None
+        return jsonify(_exercise_json(row))
 
 
 @bp.get("/exercises/<slug>/versions")
@@ -54,7 +84,11 @@ def exercise_versions(slug: str):
     listed = []
     if is_slug(slug):
         with get_db() as session:
-            listed = uploads.versions(session, slug, api_key_id=g.caller.key_id)
+            row = session.get(Exercise, slug)
+            # A draft that is not the caller's has no versions to show them; a slug with
+            # nothing published may have this key's own uploads, checking or rejected.
+            if row is None or courses.exercises.visible_to(session, row, **viewer(session)):
+                listed = uploads.versions(session, slug, api_key_id=g.caller.key_id)
     if not listed:
         raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
     return jsonify(slug=slug, versions=[
@@ -81,6 +115,9 @@ def publish_exercise():
         raise ApiError("exercise_not_yours", str(exc)) from None
     except uploads.TooManyChecks as exc:
         raise ApiError("too_many_checks", str(exc), {"Retry-After": "30"}) from None
+    except uploads.DamagedZip as exc:
+        raise ApiError("damaged_zip", str(exc), where={"entry": exc.entry} if exc.entry is not None else None) \
+            from None
     except uploads.UploadError as exc:
         raise ApiError("invalid_bundle", str(exc)) from None
     try:
@@ -124,7 +161,7 @@ def get_exercise_check(check_id: int):
             id=upload.id, url=url_for("api.get_exercise_check", check_id=upload.id, _external=True),
             slug=upload.slug, version=upload.version, status=upload.status, error=upload.error,
             uploaded_at=_iso(upload.uploaded_at), checked_at=_iso(upload.checked_at),
-            holds=sum(r.ok for r in rows), violated=sum(not r.ok for r in rows),
+            holds=sum(r.ok for r in rows), violated=sum(not r.ok for r in rows), warnings=upload.warnings or [],
             checks=[{"subject": r.subject, "expected": r.expected, "actual": r.actual, "ok": r.ok,
                      "reason": None if r.ok else f"expected {r.expected}; got {r.actual}"} for r in rows])
 

@@ -6,6 +6,7 @@ in step (every route documented with its methods, every documented path routed).
 
 from __future__ import annotations
 
+from grader.courses.comments import MAX_BODY as COMMENT_MAX
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
 from grader.refusals import CODES
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
@@ -58,10 +59,14 @@ SCHEMAS = {
                                         "from 1."},
                 "cell_line": {"type": "integer", "minimum": 1,
                               "description": "With `cell`: the line within that cell."},
+                "entry": {"type": "string",
+                          "description": "`damaged_zip` only: the path inside the zip of the entry that is "
+                                         "damaged; absent where the damage is the zip's own (cut short, its "
+                                         "directory unreadable)."},
             }}},
     },
     "Exercise": {
-        "type": "object", "required": ["slug", "version", "title", "device", "max_score", "functions"],
+        "type": "object", "required": ["slug", "version", "title", "device", "max_score", "functions", "released"],
         "properties": {
             "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "example": "autograd-basics"},
             "version": {"type": "integer", "minimum": 1},
@@ -72,6 +77,11 @@ SCHEMAS = {
             "max_score": {"type": "number", "description": "The sum of the points of the hidden tests."},
             "functions": {"type": "array", "items": {"type": "string"},
                           "description": "The functions a submission must define."},
+            "released": {"type": "boolean",
+                         "description": "In the catalogue, for everyone. `false`: a draft (published through an "
+                                        "upload and not released yet), seen only by its author, the "
+                                        "administrators and the staff of the courses whose assignments use it; "
+                                        "a course's students reach it through those assignments alone."},
         },
     },
     "ExerciseList": {
@@ -109,7 +119,7 @@ SCHEMAS = {
     "ExerciseCheck": {
         "type": "object",
         "required": ["id", "url", "slug", "version", "status", "error", "uploaded_at", "checked_at", "holds",
-                     "violated", "checks"],
+                     "violated", "warnings", "checks"],
         "properties": {
             "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
             "slug": {"type": "string"}, "version": {"type": "integer"},
@@ -118,6 +128,9 @@ SCHEMAS = {
             "uploaded_at": {"type": "string", "format": "date-time"},
             "checked_at": {"type": "string", "format": "date-time", "nullable": True},
             "holds": {"type": "integer"}, "violated": {"type": "integer"},
+            "warnings": {"type": "array", "items": {"type": "string"},
+                         "description": "What the check warns of, failing nothing: a bundle still `grader new`'s "
+                                        "template, a title a released exercise has already. Empty while checking."},
             "checks": {"type": "array", "items": {
                 "type": "object", "required": ["subject", "expected", "actual", "ok", "reason"],
                 "properties": {
@@ -210,7 +223,7 @@ SCHEMAS = {
     "Submission": {
         "type": "object",
         "required": ["id", "exercise", "exercise_version", "assignment", "user", "status", "progress", "score",
-                     "max_score", "failure_reason", "report", "notebook"],
+                     "max_score", "failure_reason", "report", "notebook", "comments"],
         "properties": {
             "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
             "exercise": {"type": "string"},
@@ -223,6 +236,10 @@ SCHEMAS = {
                                       "`failure_reason` says why."},
             "progress": {"type": "object", "required": ["done", "total"],
                          "properties": {"done": {"type": "integer"}, "total": {"type": "integer"}}},
+            "delayed": {"type": "boolean",
+                        "description": "While queued or running: no worker that takes its queue is up (one "
+                                       "stopped); it is graded when one is back, and nothing need be sent "
+                                       "again. Within seconds of a worker stopping."},
             "score": {"type": "number", "nullable": True},
             "max_score": {"type": "number", "nullable": True},
             "failure_reason": {"type": "string", "nullable": True},
@@ -237,6 +254,11 @@ SCHEMAS = {
                                       "(graded or not) unless the code failed before any test ran "
                                       "(syntax_error, submission_error): a limit reached may have been a "
                                       "hidden test's."},
+            "comments": {"type": "array", "items": _ref("Comment"),
+                         "description": "What the course's staff said of it, the overall comments first, then "
+                                        "by line. Read with the student's personal token, empty while the "
+                                        "assignment holds the feedback (`feedback_held_until`): comments are "
+                                        "released with the hidden tests' results."},
             "feedback_held_until": {"type": "string", "format": "date-time",
                                     "description": "Present only when read with the student's personal "
                                                    "token while the assignment holds the hidden tests' "
@@ -269,6 +291,31 @@ SCHEMAS = {
                                  "lines": {"type": "integer"}}}}}},
         },
     },
+    "NewComment": {
+        "type": "object", "required": ["body"], "additionalProperties": False,
+        "properties": {
+            "body": {"type": "string", "minLength": 1, "maxLength": COMMENT_MAX,
+                     "description": f"Plain text, at most {COMMENT_MAX} characters (not blank; line ends and tabs "
+                                    "are the only control characters taken). Kept as written and shown escaped."},
+            "line": {"type": "integer", "minimum": 1, "nullable": True,
+                     "description": "A line of the submission's graded source (a notebook's: of the Python made "
+                                    "from it), from 1; absent or null: a comment on the whole submission. A line "
+                                    "outside the source is 422 `line_not_in_source`."},
+        },
+    },
+    "Comment": {
+        "type": "object", "required": ["id", "body", "line", "author", "created_at"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "integer"},
+            "body": {"type": "string", "description": "Plain text, as written: escape it where it is shown."},
+            "line": {"type": "integer", "minimum": 1, "nullable": True,
+                     "description": "The line of the graded source it is on; null: on the whole submission."},
+            "author": {"type": "string", "description": "Who wrote it, as the student is shown it: a staff "
+                                                        "member's name, or `API key <prefix>`."},
+            "created_at": {"type": "string", "format": "date-time"},
+        },
+    },
     "NewWebhook": {
         "type": "object", "required": ["url"], "additionalProperties": False,
         "properties": {"url": {"type": "string", "format": "uri", "maxLength": 2000,
@@ -291,7 +338,9 @@ SCHEMAS = {
     **{
         "NewCourse": {
             "type": "object", "required": ["title", "code"], "additionalProperties": False,
-            "properties": {"title": {"type": "string", "maxLength": 500}, "code": {"type": "string", "maxLength": 200},
+            "properties": {"title": {"type": "string", "maxLength": 500},
+                           "code": {"type": "string", "maxLength": 200,
+                                    "description": "Unique on the site, whatever its case (DL101)."},
                            "time_zone": {"type": "string", "example": "Asia/Seoul",
                                          "description": "An IANA name; every time of the course is shown in it "
                                                         "(default UTC)."}},
@@ -387,6 +436,37 @@ SCHEMAS = {
                       "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
                                      "due_at": {"type": "string", "nullable": True},
                                      "extra_attempts": {"type": "integer"}, "reason": {"type": "string"}}},
+        "ListedExtension": {
+            "type": "object",
+            "required": ["user_id", "user", "extra_attempts", "reason", "granted_by", "granted_at"],
+            "properties": {"user_id": {"type": "integer", "description": "The student, as the revoke's path names "
+                                                                         "them."},
+                           "user": {"type": "string", "description": "The student as the gradebook names them "
+                                                                     "(your key's own id for them)."},
+                           "name": {"type": "string"},
+                           "due_at": {"type": "string", "format": "date-time", "nullable": True},
+                           "due_at_shown": {"type": "string", "nullable": True,
+                                            "description": "The new due date in the course's time zone."},
+                           "extra_attempts": {"type": "integer"}, "reason": {"type": "string"},
+                           "granted_by": {"type": "string"},
+                           "granted_at": {"type": "string", "format": "date-time",
+                                          "description": "When it was granted or last changed."}}},
+        "ExtensionList": {"type": "object", "required": ["assignment", "extensions"],
+                          "properties": {"assignment": {"type": "integer"},
+                                         "extensions": {"type": "array", "items": _ref("ListedExtension")}}},
+        "ListedOverride": {
+            "type": "object", "required": ["user_id", "user", "score", "reason", "granted_by", "granted_at"],
+            "properties": {"user_id": {"type": "integer", "description": "The student, as the revoke's path names "
+                                                                         "them."},
+                           "user": {"type": "string", "description": "The student as the gradebook names them "
+                                                                     "(your key's own id for them)."},
+                           "name": {"type": "string"}, "score": {"type": "number"}, "reason": {"type": "string"},
+                           "granted_by": {"type": "string"},
+                           "granted_at": {"type": "string", "format": "date-time",
+                                          "description": "When it was set or last changed."}}},
+        "OverrideList": {"type": "object", "required": ["assignment", "overrides"],
+                         "properties": {"assignment": {"type": "integer"},
+                                        "overrides": {"type": "array", "items": _ref("ListedOverride")}}},
         "NewOverride": {
             "type": "object", "required": ["user", "score", "reason"], "additionalProperties": False,
             "properties": {"user": {"type": "string"}, "score": {"type": "number", "minimum": 0},
@@ -449,7 +529,9 @@ SCHEMAS = {
         "Gradebook": {
             "type": "object", "required": ["course", "assignments", "students"],
             "description": "Per student, each assignment's score that counts under its rules (best or latest, "
-                           "after late penalties; or the override), with its late mark, extension and override.",
+                           "after late penalties; or the override), with its late mark, extension and override; "
+                           "each assignment's `max_score`, and each student's `total` out of `max_total` (the sum "
+                           "of the assignments' maxima). The CSV per student ends with `total` and `max_total`.",
             "properties": {"course": {"type": "object"}, "assignments": {"type": "array", "items": {"type": "object"}},
                            "students": {"type": "array", "items": {"type": "object"}}},
         },
@@ -472,12 +554,14 @@ SCHEMAS = {
                                           "mean_percent": {"type": "number", "nullable": True},
                                           "median_percent": {"type": "number", "nullable": True},
                                           "bins": {"type": "array", "items": {"type": "object"}}}},
-                "tests": {"type": "array", "description": "Per hidden test: how many of the students' counting "
-                          "submissions (none for a score set by hand) and of all their graded submissions passed "
-                          "it; one whose report does not list it did not.", "items": {"type": "object"}},
-                "misconceptions": {"type": "array", "description": "Each hint a failed test gave (per test and "
-                                   "hint): `students` it was given to, most first; `got_past`: those of them with a "
-                                   "graded submission after the last one that gave it, passing that test.",
+                "tests": {"type": "array", "description": "Per test, the visible ones (`visible`: true) and the "
+                          "hidden: how many of the students' counting submissions (none for a score set by hand) "
+                          "and of all their graded submissions passed it; one whose report does not list it did "
+                          "not.", "items": {"type": "object"}},
+                "misconceptions": {"type": "array", "description": "Each distinct hint failed tests gave, once "
+                                   "however many tests gave it, with those `tests` (`id`, `name`): `students` it was "
+                                   "given to, most first; `got_past`: those of them with a graded submission after "
+                                   "the last one that gave it, passing every test that had given it to them.",
                                    "items": {"type": "object"}},
                 "full_marks": {"type": "object", "description": "`reached`: students with a graded submission "
                                "passing every test (before late penalties); the attempts up to the first such "
@@ -498,7 +582,11 @@ def _paths() -> dict:
                      "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}}
     return {
         "/exercises": {"get": {
-            "operationId": "listExercises", "summary": "The published exercises",
+            "operationId": "listExercises", "summary": "The published exercises the caller sees",
+            "description": "The released catalogue, and the drafts the caller sees: a service's key, those it "
+                           "published and those the assignments of its courses use; a personal token, those "
+                           "its owner sees on the site (their own uploads; as a course's staff, those its "
+                           "assignments use; every one for an administrator).",
             "x-required-scope": "exercises:read",
             "responses": {"200": _ok("The exercises, by slug.", "ExerciseList"), **_AUTH_ERRORS},
         }, "post": {
@@ -508,7 +596,9 @@ def _paths() -> dict:
                            "worker as an upload through the instructor page is: the reference must score full "
                            "marks, the starter less, every mutant fail as declared. It is published only if "
                            "every check holds; follow `url`. A key publishes new exercises and new versions of "
-                           "those it published itself. A refused bundle stores nothing.",
+                           "those it published itself. A refused bundle stores nothing. A new exercise is a "
+                           "draft until released (`POST /exercises/{slug}/release`); a new version of a released "
+                           "one stays released.",
             "x-required-scope": "exercises:write",
             "requestBody": {"required": True, "content": {
                 "application/zip": {"schema": {"type": "string", "format": "binary"}},
@@ -523,8 +613,11 @@ def _paths() -> dict:
                               "another key.", "insufficient_scope", "exercise_not_yours"),
                 "413": _error("The body is over the zip's limit.", "request_too_large"),
                 "415": _error("Not a zip, nor a multipart form.", "unsupported_media_type"),
-                "422": _error("Not a bundle: the message names the file and what is wrong with it.",
-                              "invalid_bundle", "missing_field"),
+                "422": _error("Not a bundle: the message names the file and what is wrong with it. "
+                              "`damaged_zip`: the zip's bytes do not hold together (cut short, a header that "
+                              "disagrees with the data, a bad checksum, an encrypted entry, a compression "
+                              "other than deflate, bzip2 or LZMA); `entry` names the damaged entry.",
+                              "invalid_bundle", "damaged_zip", "missing_field"),
                 "429": _error("Too many bundles sent lately, or too many of this key's being checked; see "
                               "`Retry-After`.", "rate_limited", "too_many_checks"),
                 "503": _error("The workers cannot be reached; nothing was stored.", "workers_unreachable"),
@@ -534,7 +627,20 @@ def _paths() -> dict:
             "operationId": "getExercise", "summary": "One published exercise, with its statement",
             "x-required-scope": "exercises:read", "parameters": [slug],
             "responses": {"200": _ok("The exercise.", "ExerciseDetail"), **_AUTH_ERRORS,
-                          "404": _error("No published exercise has this slug.", "exercise_not_found")},
+                          "404": _error("No published exercise the caller sees has this slug (a draft that is "
+                                        "not theirs is not told apart).", "exercise_not_found")},
+        }},
+        "/exercises/{slug}/release": {"post": {
+            "operationId": "releaseExercise", "summary": "Release a draft to the catalogue, for everyone",
+            "description": "Only the key that published the exercise releases it (an exercise of the catalogue "
+                           "folder or of the instructor page is the administrators'). Releasing a released "
+                           "exercise changes nothing and answers the same.",
+            "x-required-scope": "exercises:write", "parameters": [slug],
+            "responses": {"200": _ok("The exercise, released.", "Exercise"), **_AUTH_ERRORS,
+                          "403": _error("The key lacks the scope, or another key or an administrator published "
+                                        "the exercise.", "insufficient_scope", "exercise_not_yours"),
+                          "404": _error("No published exercise the caller sees has this slug.",
+                                        "exercise_not_found")},
         }},
         "/submissions": {"post": {
             "operationId": "createSubmission", "summary": "Submit a solution for grading",
@@ -582,6 +688,31 @@ def _paths() -> dict:
             "x-required-scope": "submissions:read", "parameters": [submission_id],
             "responses": {"200": _ok("The submission.", "Submission"), **_AUTH_ERRORS,
                           "404": _error("This key made no submission with this id.", "submission_not_found")},
+        }},
+        "/submissions/{submission_id}/comments": {"post": {
+            "operationId": "createComment", "summary": "Comment on a submission, overall or on one line of its code",
+            "description": "For the staff of the submission's course: a personal token (with submissions:write) "
+                           "of a teaching assistant or instructor of that course, or an API key with "
+                           "grades:write on the work of its own courses. The student sees the comment beside "
+                           "the code, and reads it in `comments` of the submission, once its feedback is "
+                           "released (at once, or after the due date where the assignment holds it); they are "
+                           "mailed then. A refused request stores nothing.",
+            "x-required-scope": "grades:write", "parameters": [submission_id],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("NewComment")}}},
+            "responses": {
+                "201": _ok("The comment as stored.", "Comment"),
+                "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
+                **_AUTH_ERRORS,
+                "403": _error("The key lacks the scope, or the personal token's owner is not a teaching assistant "
+                              "or instructor of the submission's course.", "insufficient_scope",
+                              "not_course_staff"),
+                "404": _error("No submission with this id that the caller may see (for an API key: of its own "
+                              "courses).", "submission_not_found"),
+                "415": _error("The body is not application/json (UTF-8).", "unsupported_media_type"),
+                "422": _error("The JSON is not a comment: no body, a blank or too long one, control characters, "
+                              "or a line outside the source.", "invalid_body", "unknown_field", "missing_field",
+                              "wrong_type", "invalid_comment", "line_not_in_source"),
+            },
         }},
         "/practice-runs/{run_id}": {"get": {
             "operationId": "getPracticeRun", "summary": "A practice run's status, progress and report",
@@ -661,6 +792,8 @@ def _course_paths() -> dict:
             "operationId": "createCourse", "summary": "Make a course (this key's own)",
             "x-required-scope": "courses:write", "requestBody": _json_body("NewCourse"),
             "responses": {"201": _ok("Made.", "Course"), **_AUTH_ERRORS,
+                          "409": _error("Another course has this code (codes are unique on the site, whatever "
+                                        "their case).", "course_code_taken"),
                           "422": _error("Not a course.", *bad, "invalid_course")}}},
         "/courses/{course_id}": {"get": {
             "operationId": "getCourse", "summary": "A course and its assignments",
@@ -694,21 +827,48 @@ def _course_paths() -> dict:
                                   "content": {"application/json": {"schema": _ref("Gradebook")},
                                               "text/csv": {"schema": {"type": "string"}}}},
                           "400": _error("An unknown format.", "bad_request"), **_AUTH_ERRORS, **course_missing}}},
-        "/assignments/{assignment_id}/extensions": {"post": {
+        "/assignments/{assignment_id}/extensions": {"get": {
+            "operationId": "listExtensions", "summary": "The assignment's extensions, one per student",
+            "x-required-scope": "grades:read", "parameters": ids("assignment_id"),
+            "responses": {"200": _ok("By the students' names.", "ExtensionList"), **_AUTH_ERRORS,
+                          **assignment_missing}}, "post": {
             "operationId": "grantExtension", "summary": "A later due date or extra attempts for one student",
+            "description": "Granting one to a student who has one changes it.",
             "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
             "requestBody": _json_body("NewExtension"),
             "responses": {"201": _ok("Granted (it replaces an earlier one).", "Extension"), **_AUTH_ERRORS,
                           **assignment_missing,
                           "422": _error("Not an extension.", *bad, "invalid_extension", "invalid_user",
                                         "not_a_member")}}},
-        "/assignments/{assignment_id}/overrides": {"post": {
+        "/assignments/{assignment_id}/extensions/{user_id}": {"delete": {
+            "operationId": "revokeExtension", "summary": "Take a student's extension back",
+            "description": "The student's due date and attempts are the assignment's again, and what counts is "
+                           "counted under them (a submission made late for the assignment counts late again); "
+                           "the LMS and the student hear of it as after a grant. `user_id` as the listing gives it.",
+            "x-required-scope": "grades:write", "parameters": ids("assignment_id", "user_id"),
+            "responses": {"204": {"description": "Revoked."}, **_AUTH_ERRORS,
+                          "404": _error("This key has no assignment with this id, or the student has no extension "
+                                        "on it.", "assignment_not_found", "extension_not_found")}}},
+        "/assignments/{assignment_id}/overrides": {"get": {
+            "operationId": "listOverrides", "summary": "The assignment's scores set by hand, one per student",
+            "x-required-scope": "grades:read", "parameters": ids("assignment_id"),
+            "responses": {"200": _ok("By the students' names.", "OverrideList"), **_AUTH_ERRORS,
+                          **assignment_missing}}, "post": {
             "operationId": "setOverride", "summary": "Set one student's score by hand, with the reason",
+            "description": "Setting one for a student who has one changes it.",
             "x-required-scope": "grades:write", "parameters": ids("assignment_id"),
             "requestBody": _json_body("NewOverride"),
             "responses": {"201": _ok("Set (it replaces an earlier one).", "Override"), **_AUTH_ERRORS,
                           **assignment_missing,
                           "422": _error("Not a score.", *bad, "invalid_assignment", "invalid_user", "not_a_member")}}},
+        "/assignments/{assignment_id}/overrides/{user_id}": {"delete": {
+            "operationId": "revokeOverride", "summary": "Take a score set by hand back",
+            "description": "The rules count the student's graded work again; the LMS and the student hear of it "
+                           "as after setting one. `user_id` as the listing gives it.",
+            "x-required-scope": "grades:write", "parameters": ids("assignment_id", "user_id"),
+            "responses": {"204": {"description": "Revoked."}, **_AUTH_ERRORS,
+                          "404": _error("This key has no assignment with this id, or the student has no score set "
+                                        "by hand on it.", "assignment_not_found", "override_not_found")}}},
         "/assignments/{assignment_id}/similarity": {"get": {
             "operationId": "getSimilarity", "summary": "Pairs of students' final submissions, most similar first",
             "description": f"Computed on request: refused above {MAX_STUDENTS} students with a graded submission, "
@@ -737,7 +897,9 @@ def _course_paths() -> dict:
                            "regrade, or with a regrade running, are listed in `skipped` with the reason.",
             "x-required-scope": "grades:write",
             "parameters": [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "responses": {"202": _ok("Started (200 when every assignment was skipped).", "ExerciseRegrades"),
+            "responses": {"202": _ok("Started.", "ExerciseRegrades"),
+                          "200": _ok("Every assignment was skipped: `skipped` says why for each.",
+                                     "ExerciseRegrades"),
                           **_AUTH_ERRORS,
                           "404": _error("No assignment of this key's courses is of this exercise.",
                                         "exercise_not_found")}}},
@@ -755,11 +917,37 @@ def _course_paths() -> dict:
             "x-required-scope": "grades:write", "parameters": ids("regrade_id"),
             "responses": {"200": _ok("Discarded.", "Regrade"), **_AUTH_ERRORS, **regrade_missing,
                           "422": _error("Decided already.", "invalid_regrade")}}},
+        "/assignments/{assignment_id}/submissions.zip": {"get": {
+            "operationId": "getSubmissionsZip", "summary": "Every student's submissions to the assignment, as one zip",
+            "description": "A folder per student, named by their e-mail (else name, else your `user` value) made "
+                           "safe and their user id, holding each attempt in the order made: its source as "
+                           "`attempt-<n>.py` (a notebook's: the Python made of its code cells), and, once graded, "
+                           "its report as `attempt-<n>.report.json` (as `GET /submissions/{id}` gives it) and "
+                           "`attempt-<n>.report.txt` (in the language `Accept-Language` asks: en or ko). "
+                           "`index.csv` at the top has a row per attempt: `student`, `name`, `user_id`, `attempt`, "
+                           "`submission`, `submitted_at` (ISO 8601 in the course's time zone, with its offset), "
+                           "`status`, `score`, `max_score`, `counted` and `late` (yes or no, as the gradebook "
+                           "counts them) and the paths of its files. Nothing is held: the key runs the course. "
+                           "The file's name is in `Content-Disposition`, as `filename*` (UTF-8) and an ASCII "
+                           "`filename`.",
+            "x-required-scope": "grades:read", "parameters": ids("assignment_id"),
+            "responses": {"200": {"description": "The zip.",
+                                  "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
+                          **_AUTH_ERRORS, **assignment_missing}}},
         "/assignments/{assignment_id}/analytics": {"get": {
             "operationId": "getAnalytics", "summary": "Where the class is stuck: scores, pass rates, hints hit",
             "x-required-scope": "grades:read", "parameters": ids("assignment_id"),
             "responses": {"200": _ok("The numbers.", "Analytics"), **_AUTH_ERRORS, **assignment_missing}}},
     }
+
+
+def _every_operation_may_fail(paths: dict) -> dict:
+    """Any operation can meet a fault of the service's own: it is answered as JSON, listed."""
+    for item in paths.values():
+        for operation in item.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                operation["responses"].setdefault("500", {"$ref": "#/components/responses/InternalError"})
+    return paths
 
 
 def document(server: str = "/api/v1") -> dict:
@@ -769,14 +957,15 @@ def document(server: str = "/api/v1") -> dict:
                  "description": "Grades PyTorch autograd exercises. Every request but this document's "
                                 "needs an API key (`grader api-key create --scope ...`) as a bearer "
                                 "token, or a user's personal token (made on their Tokens page: it "
-                                "holds submissions:read and submissions:write, submits as its owner "
+                                "holds exercises:read, submissions:read and submissions:write, reads the "
+                                "exercises its owner sees on the site, submits as its owner "
                                 "and reads their own submissions and practice runs, as the site "
                                 "shows them); each operation names the scope it needs in `x-required-scope`. "
                                 "Every error is `{\"error\": {\"code\", \"message\"}}`; unknown paths "
                                 "answer 404 `not_found`, wrong methods 405 `method_not_allowed`."},
         "servers": [{"url": server}],
         "security": [{"bearerAuth": []}],
-        "paths": _paths(),
+        "paths": _every_operation_may_fail(_paths()),
         "components": {
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
                                                "description": "An API key: gk_<prefix>_<secret>."}},
@@ -785,6 +974,8 @@ def document(server: str = "/api/v1") -> dict:
                 "Unauthorized": _error("No API key, or one that is wrong or revoked.",
                                        "missing_api_key", "invalid_api_key", "api_key_revoked"),
                 "Forbidden": _error("The API key lacks the operation's scope.", "insufficient_scope"),
+                "InternalError": _error("A fault of the service's own; it has been logged, and the message "
+                                        "says nothing more.", "internal_error"),
             },
         },
     }

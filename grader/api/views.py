@@ -21,7 +21,9 @@ from grader.accounts import keys
 from grader.catalog import is_slug
 from grader import courses
 from grader.accounts.models import User
+from grader.courses import comments
 from grader.courses.models import Assignment, Course
+from grader.courses.times import aware
 from grader.db import now
 from grader.api.openapi import document
 from grader.refusals import Refused
@@ -72,18 +74,21 @@ def _refused(exc: Refused):
                           getattr(exc, "where", None))
 
 
-def requires(scope: str):
-    """The view needs a bearer API key that holds ``scope``."""
+def requires(scope: str, *, personal: str | None = None):
+    """The view needs a bearer API key that holds ``scope``; ``personal``: the scope a
+    user's personal token needs instead, which holds none beyond keys.PERSONAL_SCOPES (what
+    its owner may do there the view asks the domain, as the site does)."""
 
     def decorator(view):
         @functools.wraps(view)
         def wrapped(**kwargs):
             g.caller = _authenticate()
-            if scope not in g.caller.scopes:
-                raise ApiError("insufficient_scope", f"this API key does not have the scope {scope!r}")
+            needed = personal if personal is not None and g.caller.user_id is not None else scope
+            if needed not in g.caller.scopes:
+                raise ApiError("insufficient_scope", f"this API key does not have the scope {needed!r}")
             return view(**kwargs)
 
-        wrapped.scope = scope
+        wrapped.scope, wrapped.personal_scope = scope, personal
         return wrapped
 
     return decorator
@@ -238,7 +243,9 @@ def create_submission():
         taken = courses.take(get_db, who=lambda session: caller_user(session, user), source=source,
                              target=lambda session: _own_assignment(session, target) if isinstance(target, int)
                              else target, practice_run=practice_run, way="api",
-                             also=None if practice_run else webhook_link)
+                             also=None if practice_run else webhook_link,
+                             # A service's key tries its own drafts; a personal token is its owner alone.
+                             key_id=key_id if g.caller.user_id is None else None)
     except Refused as exc:
         raise _when_to_retry(exc) from None
     if practice_run:
@@ -310,6 +317,9 @@ def get_submission(submission_id: str):
             if row is not None:
                 user = submissions.shown_external_id(row.user)
                 shown = courses.seen(session, row, viewer)
+                delayed = submissions.delayed(row)
+                # Held with the rest of the feedback, where the assignment holds it.
+                remarks = [comment_json(c) for c in comments.shown_to(session, row, viewer)]
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
     # A notebook's report names the cell beside each line number of the graded source.
@@ -318,14 +328,21 @@ def get_submission(submission_id: str):
                 assignment=row.assignment_id, user=user,
                 status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
                 score=shown.score, max_score=shown.max_score, failure_reason=row.failure_reason,
-                report=report, notebook=notebooks.described(row.notebook))
+                report=report, notebook=notebooks.described(row.notebook), delayed=delayed)
     if shown.assignment is not None:
         # Made for an assignment: whether it came late, what that costs, and what counts now.
         body.update(late=shown.late, late_penalty_percent=shown.penalty, counted_score=shown.counted_score,
                     counted_max_score=shown.counted_max)
     if shown.held:
         body.update(feedback_held_until=shown.held_until.isoformat(timespec="seconds"))
+    body.update(comments=remarks)
     return jsonify(body)
+
+
+def comment_json(comment) -> dict:
+    """A staff comment on a submission (grader.courses.comments), as the API gives it."""
+    return {"id": comment.id, "body": comment.body, "line": comment.line, "author": comment.author_name,
+            "created_at": aware(comment.created_at).isoformat(timespec="seconds")}
 
 
 # ------------------------------------------------------------------ webhooks

@@ -9,7 +9,8 @@ from grader.bundle import CatalogError, is_slug, load
 
 # The annotated template `grader new` copies: a whole exercise that `grader check` passes.
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
-_NAMED = ("exercise.toml", "MISCONCEPTIONS.md")  # the files that say the slug
+NAMED = ("exercise.toml", "MISCONCEPTIONS.md")  # the files that say the slug
+SLUG_MARK = "__SLUG__"  # where they say it
 
 
 def copy_template(target: str | Path, slug: str) -> Path:
@@ -19,7 +20,7 @@ def copy_template(target: str | Path, slug: str) -> Path:
         raise CatalogError(f"{slug!r} is not a slug: use lowercase words joined by '-'")
     target = Path(target)
     shutil.copytree(TEMPLATE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in _NAMED:
+    for name in NAMED:
         path = target / name
-        path.write_text(path.read_text(encoding="utf-8").replace("__SLUG__", slug), encoding="utf-8")
+        path.write_text(path.read_text(encoding="utf-8").replace(SLUG_MARK, slug), encoding="utf-8")
     return load(target).path

@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grader.authoring.check_table import CheckRow
 
@@ -39,6 +39,7 @@ class Check:
     status: str                 # checking, published or rejected
     error: str | None
     rows: list[CheckRow]
+    warnings: list[str] = field(default_factory=list)  # what the check warns of; fails nothing
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -74,7 +75,8 @@ def follow(url: str, key: str, check: Check, *, timeout: float = 900, every: flo
         answer = _call(urllib.request.Request(address, headers=_headers(key)), 60)
         rows = [CheckRow(answer["slug"], r["subject"], r["expected"], r["actual"], bool(r["ok"]))
                 for r in answer["checks"]]
-        check = Check(answer["id"], answer["slug"], answer["version"], answer["status"], answer["error"], rows)
+        check = Check(answer["id"], answer["slug"], answer["version"], answer["status"], answer["error"], rows,
+                      [str(w) for w in answer.get("warnings") or []])
         if check.status != "checking":
             return check
         if time.monotonic() > deadline:
@@ -82,6 +84,14 @@ def follow(url: str, key: str, check: Check, *, timeout: float = 900, every: flo
         if on_wait:
             on_wait(check)
         time.sleep(every)
+
+
+def release(url: str, key: str, slug: str, *, timeout: float = 60) -> bool:
+    """Release the published exercise ``slug`` to the catalogue (it was a draft: shown to
+    its author and its courses' staff alone). Returns whether it is released now."""
+    address = f"{base_url(url)}{API}/exercises/{urllib.parse.quote(slug, safe='')}/release"
+    answer = _call(urllib.request.Request(address, data=b"", method="POST", headers=_headers(key)), timeout)
+    return bool(answer.get("released"))
 
 
 def _headers(key: str, extra: dict | None = None) -> dict:

@@ -10,6 +10,8 @@ from sqlalchemy import select
 from grader import db
 from grader.bundle import CatalogError
 from grader.authoring.check import check
+from grader.authoring.warnings import warnings
+from grader.catalog import drafts
 from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.catalog.uploads import CHECK_TASK, UploadError, materialize, owner_key, receive
 from grader.db import now
@@ -24,12 +26,16 @@ CHECK_DEADLINE = timedelta(seconds=GRADE_HARD_LIMIT * 8)
 
 def check_and_publish(upload_id: int, database_url: str | None = None) -> str:
     """Run the bundle check on an upload; publish it if every check holds. Returns the
-    upload's status. Idempotent: an upload already decided is left alone."""
+    upload's status. Idempotent: an upload already decided is left alone. What the check
+    warns of (grader.authoring.warnings: still the template; a title a released exercise
+    has) is kept with its table and decides nothing."""
     with db.transaction(database_url) as session:
         upload = session.get(Upload, upload_id)
         if upload is None or upload.status != UploadStatus.CHECKING:
             return upload.status if upload else "missing"
         bundle = materialize(upload)
+        titles = dict(session.execute(select(Exercise.slug, Exercise.title).where(drafts.released())).all())
+    warned = warnings(bundle, titles)
     reports = {}
     rows = check(bundle, on_report=reports.__setitem__)
     solution = reports.get("solution")
@@ -39,6 +45,7 @@ def check_and_publish(upload_id: int, database_url: str | None = None) -> str:
         if upload.status != UploadStatus.CHECKING:
             return upload.status
         upload.check_rows = [vars(r) for r in rows]
+        upload.warnings = warned
         upload.checked_at = now()
         published = session.get(Exercise, upload.slug)
         if not all(r.ok for r in rows):

@@ -10,6 +10,7 @@ from grader import catalog
 from grader.authoring import mutation
 from grader.authoring.check import check
 from grader.authoring.check_table import format_check
+from grader.authoring.warnings import folder_titles, format_warnings, warnings
 from grader.engine import SandboxUnavailable
 from grader.settings import settings
 
@@ -23,6 +24,8 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
     the starter less, and every mutant fails exactly as it declares.
 
     With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
+    Warns (and fails nothing) of a bundle still `grader new`'s template, and of a title
+    an exercise of the catalogue folder has already.
     """
     try:
         chosen = ([catalog.find(e) for e in exercises] if exercises
@@ -38,7 +41,22 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
     click.echo(format_check(rows))
+    found = bundle_warnings(chosen)
+    if found:
+        click.echo(format_warnings(found))
     sys.exit(0 if rows and all(r.ok for r in rows) else 1)
+
+
+def bundle_warnings(chosen: list[catalog.Bundle]) -> dict[str, list[str]]:
+    """What to warn of, by slug: titles compared with the catalogue folder's exercises (and
+    with one another's, when several are checked at once)."""
+    try:
+        titles = folder_titles(catalog.all_bundles(settings().exercises_dir))
+    except catalog.CatalogError:
+        titles = {}  # a folder that does not load has been said elsewhere; compare what there is
+    titles.update(folder_titles(chosen))
+    found = {bundle.slug: warnings(bundle, titles) for bundle in chosen}
+    return {slug: lines for slug, lines in found.items() if lines}
 
 
 @click.command("check")

@@ -10,8 +10,8 @@ import click
 
 from grader import catalog, db
 from grader.authoring.check_table import CheckRow, format_check
-from grader.catalog import uploads
-from grader.catalog.models import UploadStatus
+from grader.catalog import drafts, uploads
+from grader.catalog.models import Exercise, UploadStatus
 from grader.catalog.publishing import publish, unpublish_missing
 from grader.catalog.tasks import check_here
 from grader.engine import SandboxUnavailable
@@ -42,13 +42,17 @@ def exercise_sync_command() -> None:
 
 @click.command("add")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-def exercise_add_command(path: Path) -> None:
+@click.option("--release", "release", is_flag=True,
+              help="Once published, release it to the catalogue: students see it (a new exercise is "
+                   "a draft until then).")
+def exercise_add_command(path: Path, release: bool) -> None:
     """Add or update an exercise from PATH, a bundle folder or a zip of one.
 
     The bundle is stored, checked here as a worker would check an upload (the
     reference scores full marks, the starter less, every mutant fails as declared),
-    and published only if every check holds. Prints the check's table. Exit status 1
-    if it was rejected, 2 if nothing can be graded here.
+    and published only if every check holds: a new exercise as a draft, which
+    --release puts in the catalogue. Prints the check's table and what it warns of.
+    Exit status 1 if it was rejected, 2 if nothing can be graded here.
     """
     archive = uploads.pack(path) if path.is_dir() else path.read_bytes()
     db.upgrade()
@@ -62,6 +66,12 @@ def exercise_add_command(path: Path) -> None:
     rows = [CheckRow(**row) for row in upload.check_rows or []]
     if rows:
         click.echo(format_check(rows))
+    for warning in upload.warnings or []:
+        click.echo(f"warn {upload.slug}  {warning}")
     if upload.status != UploadStatus.PUBLISHED:
         raise click.ClickException(f"{upload.slug} v{upload.version} was not published: {upload.error}")
     click.echo(f"published {upload.slug} v{upload.version}", err=True)
+    if release:
+        with db.transaction() as session:  # the operator of this machine: an administrator's step
+            drafts.release(session, session.get(Exercise, upload.slug), admin=True)
+        click.echo(f"released {upload.slug}: students see it in the catalogue", err=True)

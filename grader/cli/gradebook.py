@@ -1,4 +1,5 @@
-"""`grader gradebook export` and `grader regrade`: a course's grades."""
+"""`grader gradebook export`, `grader gradebook submissions` and `grader regrade`: a
+course's grades, and what its students handed in."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import click
 
 from grader import db
-from grader.courses import regrades
+from grader.courses import archive, regrades
 from grader.courses.fields import CourseError
 from grader.courses.roster import course_called
 from grader.courses.gradebook import gradebook, students_csv, submissions_csv
@@ -20,12 +21,12 @@ def gradebook_group() -> None:
 
 
 @gradebook_group.command("export")
-@click.option("--course", "code", required=True, help="The course's code (or its id).")
+@click.option("--course", "code", required=True, help="The course's code, whatever its case (or its id).")
 @click.option("--csv", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write CSV here (default: print it).")
 @click.option("--per", type=click.Choice(["student", "submission"]), default="student", show_default=True)
 def gradebook_export_command(code: str, out: Path | None, per: str) -> None:
-    """Export a course's gradebook as CSV, every time in the course's time zone."""
+    """Export a course's gradebook as CSV, every time in the course's time zone (ISO 8601)."""
     try:
         with db.transaction() as session:
             book = gradebook(session, course_called(session, code))
@@ -37,6 +38,27 @@ def gradebook_export_command(code: str, out: Path | None, per: str) -> None:
     else:
         out.write_text(text, encoding="utf-8")
         click.echo(f"wrote {len(book.rows)} students' grades to {out}", err=True)
+
+
+@gradebook_group.command("submissions")
+@click.option("--assignment", "assignment_id", type=int, required=True, help="The assignment's id.")
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The zip to write.")
+@click.option("--lang", default="en", type=click.Choice(["en", "ko"]), show_default=True,
+              help="Language of the reports' text.")
+def gradebook_submissions_command(assignment_id: int, out: Path, lang: str) -> None:
+    """Write an assignment's submissions as one zip: a folder per student with each attempt
+    and its report (JSON and text), and index.csv at the top."""
+    partial = out.with_name(out.name + ".part")  # the zip appears whole, or not at all
+    try:
+        with db.transaction() as session, partial.open("wb") as file:
+            made = archive.submissions_zip(session, archive.assignment_by_id(session, assignment_id), file, lang=lang)
+        partial.replace(out)
+    except CourseError as exc:
+        raise click.ClickException(exc.message) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    click.echo(f"wrote {made.attempts} submissions of {made.students} students to {out}", err=True)
 
 
 @click.command("regrade")

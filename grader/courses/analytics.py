@@ -1,6 +1,6 @@
 """Where the class is stuck on one assignment, for its staff: how the scores that count
-spread, which hidden tests students pass, which hints they hit and whether they got past
-them, how many attempts and how long full marks took, and who has not got there yet as
+spread, which tests students pass (the visible ones and the hidden), which hints they hit
+and whether they got past them, how many attempts and how long full marks took, and who has not got there yet as
 their due date nears.
 
 Computed from the rows when asked (nothing is stored). Only the course's students count;
@@ -23,7 +23,7 @@ from grader.courses.times import aware as _aware, shown
 from grader.courses.counting import counted
 from grader.courses.assignments import course_of, rules_of
 from grader.courses.roster import members
-from grader.courses.gradebook import who
+from grader.courses.gradebook import out_of, who
 from grader.courses.models import Assignment, Course, Extension, MemberRole, ScoreOverride
 from grader.courses.rules import Counted
 from grader.db import now
@@ -54,13 +54,14 @@ class Scores:
 
 @dataclass
 class TestRate:
-    """One hidden test: how many counting submissions, and how many graded submissions
-    in all, passed it. A submission whose report does not list it (a syntax error, say)
-    did not pass it."""
+    """One test, visible or hidden: how many counting submissions, and how many graded
+    submissions in all, passed it. A submission whose report does not list it (a syntax
+    error, say) did not pass it."""
 
     id: str
     name: str
     names: dict[str, str]      # lang -> name, where the report has one
+    visible: bool              # students see it before submitting (their practice runs run it)
     passed_counting: int
     counting: int              # students whose score that counts comes from a submission
     passed_graded: int
@@ -68,15 +69,24 @@ class TestRate:
 
 
 @dataclass
-class Misconception:
-    """A hint a failed test gave: how many students it was given to, and how many of them
-    passed that test in a graded submission made after the last one that gave it."""
+class TestName:
+    """A test that gave a hint."""
 
-    test_id: str
-    test_name: str
-    test_names: dict[str, str]  # lang -> the test's name
+    id: str
+    name: str
+    names: dict[str, str]      # lang -> the test's name
+
+
+@dataclass
+class Misconception:
+    """One hint, whichever failed tests gave it (one mistake often fails several): the
+    tests it came from, how many students it was given to, and how many of them got past
+    it: a graded submission made after the last one that gave it to them passed every
+    test that had given it to them."""
+
     hint: str
-    hints: dict[str, str]      # lang -> the hint, where the report has one
+    hints: dict[str, str]      # lang -> the hint, where a report has one
+    tests: list[TestName]      # in the order they first appeared
     students: int
     got_past: int
 
@@ -136,11 +146,8 @@ def analytics(session: Session, assignment: Assignment, *, at: datetime | None =
         ScoreOverride.assignment_id == assignment.id))}
     rules = {u.id: rules_of(assignment, extensions.get(u.id)) for u in students}
     counts = {u.id: counted(rules[u.id], graded[u.id], overrides.get(u.id)) for u in students}
-    # The maximum: what the pinned version's grades were out of; before any, the exercise's
-    # (the cap an override is held to).
-    exercise = session.get(Exercise, assignment.exercise_slug)
-    most = next((s.max_score for subs in graded.values() for s in reversed(subs) if s.max_score),
-                exercise.max_score if exercise is not None else None)
+    most = out_of((s for subs in graded.values() for s in reversed(subs)),
+                  session.get(Exercise, assignment.exercise_slug))
 
     first_full = {u.id: next((s for s in graded[u.id] if _full(s)), None) for u in students}
     due = _aware(assignment.due_at)
@@ -185,39 +192,45 @@ def _localized(test: dict, key: str) -> dict[str, str]:
 
 def _tests(graded: dict[int, list[Submission]], counts: dict[int, Counted]) -> list[TestRate]:
     every = sorted((s for subs in graded.values() for s in subs), key=lambda s: (_aware(s.created_at), s.id))
-    hidden: dict[str, dict] = {}  # id -> its latest listing, in the order tests first appeared
+    listed: dict[str, dict] = {}  # id -> its latest listing, in the order tests first appeared
     for row in every:
         for test in _tests_of(row):
-            if not test.get("visible"):
-                hidden[test["id"]] = test
+            listed[test["id"]] = test
     by_id = {s.id: s for s in every}
     # An override's score comes from no submission: its student has no counting submission.
     counting = [by_id[c.submission_id] for c in counts.values() if c.submission_id in by_id]
-    return [TestRate(test_id, test.get("name") or test_id, _localized(test, "name"),
+    return [TestRate(test_id, test.get("name") or test_id, _localized(test, "name"), bool(test.get("visible")),
                      sum(_passed(s, test_id) for s in counting), len(counting),
                      sum(_passed(s, test_id) for s in every), len(every))
-            for test_id, test in hidden.items()]
+            for test_id, test in listed.items()]
 
 
 def _misconceptions(graded: dict[int, list[Submission]]) -> list[Misconception]:
-    found: dict[tuple[str, str], Misconception] = {}
+    """One per hint (its English text): several tests failing on one mistake give it once."""
+    found: dict[str, Misconception] = {}
     order: dict[str, int] = {}  # tests in the order they first appeared, for ties
     for subs in graded.values():
-        last_hit: dict[tuple[str, str], int] = {}
+        last_hit: dict[str, int] = {}         # hint -> the last submission of theirs that gave it
+        gave: dict[str, set[str]] = defaultdict(set)  # hint -> the tests that gave it to them
         for i, row in enumerate(subs):
             for test in _tests_of(row):
                 order.setdefault(test["id"], len(order))
-                if not test.get("passed") and test.get("hint"):
-                    key = (test["id"], test["hint"])
-                    last_hit[key] = i
-                    if key not in found:
-                        found[key] = Misconception(test["id"], test.get("name") or test["id"],
-                                                   _localized(test, "name"), test["hint"], _localized(test, "hint"),
-                                                   0, 0)
-        for (test_id, hint), i in last_hit.items():
-            found[(test_id, hint)].students += 1
-            found[(test_id, hint)].got_past += any(_passed(s, test_id) for s in subs[i + 1:])
-    return sorted(found.values(), key=lambda m: (-m.students, order[m.test_id], m.hint))
+                hint = test.get("hint")
+                if test.get("passed") or not isinstance(hint, str) or not hint:
+                    continue
+                last_hit[hint] = i
+                gave[hint].add(test["id"])
+                m = found.setdefault(hint, Misconception(hint, {}, [], 0, 0))
+                for lang, text in _localized(test, "hint").items():
+                    m.hints.setdefault(lang, text)
+                if all(t.id != test["id"] for t in m.tests):
+                    m.tests.append(TestName(test["id"], test.get("name") or test["id"], _localized(test, "name")))
+        for hint, i in last_hit.items():
+            found[hint].students += 1
+            found[hint].got_past += any(all(_passed(s, t) for t in gave[hint]) for s in subs[i + 1:])
+    for m in found.values():
+        m.tests.sort(key=lambda t: order[t.id])
+    return sorted(found.values(), key=lambda m: (-m.students, order[m.tests[0].id], m.hint))
 
 
 def _full_marks(made: dict[int, list[Submission]], first_full: dict[int, Submission | None]) -> FullMarks:
@@ -259,9 +272,11 @@ def as_json(found: Analytics) -> dict:
                    "mean_percent": _round(scores.mean), "median_percent": _round(scores.median),
                    "bins": [{"from_percent": b.low, "to_percent": b.high, "students": b.students}
                             for b in scores.bins]},
-        "tests": [{"id": t.id, "name": t.name, "i18n": t.names, "counting": _rate(t.passed_counting, t.counting),
-                   "graded": _rate(t.passed_graded, t.graded)} for t in found.tests],
-        "misconceptions": [{"test": m.test_id, "test_name": m.test_name, "hint": m.hint, "i18n": m.hints,
+        "tests": [{"id": t.id, "name": t.name, "i18n": t.names, "visible": t.visible,
+                   "counting": _rate(t.passed_counting, t.counting), "graded": _rate(t.passed_graded, t.graded)}
+                  for t in found.tests],
+        "misconceptions": [{"hint": m.hint, "i18n": m.hints,
+                            "tests": [{"id": t.id, "name": t.name, "i18n": t.names} for t in m.tests],
                             "students": m.students, "got_past": m.got_past} for m in found.misconceptions],
         "full_marks": {"reached": full.reached, "never": full.never,
                        "attempts": {"median": full.attempts_median, "max": full.attempts_max},

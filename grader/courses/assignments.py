@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from grader.accounts.models import User
 from grader.catalog import is_slug
 from grader.catalog.models import Exercise, Upload, UploadStatus
+from grader.courses import exercises
 from grader.courses import rules as course_rules
 from grader.courses.fields import CourseError, choice, moment, number, text
 from grader.courses.models import Assignment, Course, CourseMember, Extension, ScoreOverride
@@ -29,11 +30,20 @@ log = logging.getLogger(__name__)
 
 def create_assignment(session: Session, course: Course, *, exercise, due_at, title=None, opens_at=None,
                       late_until=None, late_policy=None, late_percent=None, late_cap=None, attempts=None,
-                      cooldown_minutes=None, counts=None, feedback=None, version=None) -> Assignment:
+                      cooldown_minutes=None, counts=None, feedback=None, version=None,
+                      by: User | None = None, key_id: int | None = None) -> Assignment:
     """An exercise placed in the course at its published version (or ``version``, one kept
-    as an upload), with its due date and rules; every value checked first."""
+    as an upload), with its due date and rules; every value checked first. The exercise is
+    one its placer sees (grader.courses.exercises): ``by``, the staff member on the site,
+    or ``key_id``, the API key; neither: the site's operator (the command line), who places
+    any published exercise. A draft placed so is seen by the course's students through
+    this assignment."""
     exercise_row = session.get(Exercise, exercise) if is_slug(exercise) else None
-    if exercise_row is None or not exercise_row.published:
+    if by is None and key_id is None:
+        seen = exercise_row is not None and exercise_row.published
+    else:
+        seen = exercises.visible_to(session, exercise_row, by, key_id=key_id)
+    if not seen:
         raise CourseError("unknown_exercise", f"there is no exercise {str(exercise)[:100]!r}")
     version = number(version, "the version", low=1, high=1e9, whole=True)
     if version is not None and version != exercise_row.version and session.scalar(select(Upload.id).where(
@@ -105,6 +115,25 @@ def grant_extension(session: Session, assignment: Assignment, user: User, *, due
     return extension
 
 
+def list_extensions(session: Session, assignment: Assignment) -> list[tuple[Extension, User]]:
+    """The assignment's extensions, each with its student, by the students' names."""
+    return [(extension, user) for extension, user in session.execute(
+        select(Extension, User).join(User, User.id == Extension.user_id)
+        .where(Extension.assignment_id == assignment.id).order_by(User.name, User.id))]
+
+
+def revoke_extension(session: Session, assignment: Assignment, user_id: int, *, by: str) -> None:
+    """The student's extension taken back: their due date and attempts are the assignment's
+    again, and what counts is counted under those (the caller commits, then announces
+    the standing, as after a grant)."""
+    extension = extension_of(session, assignment, user_id) if 0 < user_id < 2**31 else None
+    if extension is None:
+        raise CourseError("extension_not_found", f"student {user_id} has no extension on assignment {assignment.id}")
+    session.delete(extension)
+    session.flush()
+    log.info("the extension of user %s on assignment %s revoked by %s", user_id, assignment.id, by[:200])
+
+
 def override_of(session: Session, assignment: Assignment, user_id: int) -> ScoreOverride | None:
     return session.scalar(select(ScoreOverride).where(ScoreOverride.assignment_id == assignment.id,
                                                       ScoreOverride.user_id == user_id))
@@ -123,12 +152,32 @@ def set_override(session: Session, assignment: Assignment, user: User, *, score,
     return override
 
 
+def list_overrides(session: Session, assignment: Assignment) -> list[tuple[ScoreOverride, User]]:
+    """The assignment's scores set by hand, each with its student, by the students' names."""
+    return [(override, user) for override, user in session.execute(
+        select(ScoreOverride, User).join(User, User.id == ScoreOverride.user_id)
+        .where(ScoreOverride.assignment_id == assignment.id).order_by(User.name, User.id))]
+
+
+def revoke_override(session: Session, assignment: Assignment, user_id: int, *, by: str) -> None:
+    """The score set by hand taken back: the rules count the student's graded work again
+    (the caller commits, then announces the standing, as after setting one)."""
+    override = override_of(session, assignment, user_id) if 0 < user_id < 2**31 else None
+    if override is None:
+        raise CourseError("override_not_found", f"student {user_id} has no score set by hand on assignment "
+                                                f"{assignment.id}")
+    session.delete(override)
+    session.flush()
+    log.info("the score set by hand for user %s on assignment %s revoked by %s", user_id, assignment.id, by[:200])
+
+
 STANDING_TASK = "grader.standing_changed"
 
 
 def announce_standing(assignment_id: int, user_id: int) -> None:
-    """After an override or extension has committed: the student's LMS line items get the
-    score that counts now (a worker's task; the change itself is stored either way)."""
+    """After an override or extension has been set, changed or revoked, and committed: the
+    student's LMS line items get the score that counts now, and the student a notice (a
+    worker's task; the change itself is stored either way)."""
     try:
         send_task(STANDING_TASK, [assignment_id, user_id, now().isoformat()], queue=NOTIFY_QUEUE)
     except Exception:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from grader.db import Base, now
@@ -44,6 +44,12 @@ class Course(Base):
     api_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
+
+
+# One course per code, whatever its case; an empty code is none (grader.courses.codes).
+CODE_INDEX = "uq_courses_code"
+Index(CODE_INDEX, func.lower(Course.code), unique=True,
+      sqlite_where=Course.code != "", postgresql_where=Course.code != "")
 
 
 class CourseMember(Base):
@@ -195,3 +201,22 @@ class RegradeGrade(Base):
     old_max_score: Mapped[float | None] = mapped_column(Float)
     old_report: Mapped[dict | None] = mapped_column(JSON)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SubmissionComment(Base):
+    """A word from a course's staff on one of its submissions: on the whole of it (``line``
+    None) or on one line of its source. Its student is shown it as the rest of the feedback,
+    held where the assignment holds that (grader.courses.comments)."""
+
+    __tablename__ = "submission_comments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    # The staff member who wrote it; None where a service's API key did (or the account is gone).
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    author_name: Mapped[str] = mapped_column(String(200), default="")  # as the student is shown it
+    line: Mapped[int | None] = mapped_column(Integer)  # of the graded source, from 1
+    body: Mapped[str] = mapped_column(Text)  # plain text
+    # Whether its student has been told by mail, or is not to be: False while their feedback is held.
+    told: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)

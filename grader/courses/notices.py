@@ -82,7 +82,7 @@ def regraded(session: Session, assignment: Assignment, changes) -> None:
             "assignment_url": mail.link_to(f"/assignments/{assignment.id}")})
 
 
-def commented(session: Session, row: Submission) -> None:
+def commented(session: Session, row: Submission, *, once: str | None = None) -> None:
     """Staff commented on ``row``, whose feedback its student is shown (grader.courses.comments
     asks the held rule first). The mail says where to read it, not what it says."""
     user = row.user
@@ -90,7 +90,7 @@ def commented(session: Session, row: Submission) -> None:
     course_id = assignment.course_id if assignment is not None else row.course_id
     course = session.get(Course, course_id) if course_id is not None else None
     title = row.exercise.title if row.exercise else {}
-    notify(session, user, "commented", values={
+    notify(session, user, "commented", once=once, values={
         "exercise": title.get(user.language or "en") or title.get("en") or row.exercise_slug,
         "course": course.title if course is not None else "", "when": shown(row.created_at, course),
         "submission_url": mail.link_to(f"/submissions/{row.id}")})

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import func, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from grader.accounts import users
 from grader.accounts.models import User
-from grader.courses import notices
+from grader.courses import codes, notices
 from grader.courses.fields import CourseError, text
 from grader.courses.models import MEMBER_ROLES, Course, CourseExercise, CourseMember
 
@@ -45,16 +46,25 @@ def place(session: Session, course_id: int, exercise_slug: str) -> None:
 
 def create_course(session: Session, *, title, code, time_zone=None, api_key_id: int | None = None,
                   instructor: User | None = None) -> Course:
-    title, code = text(title, "the title", 500), text(code, "the code", 200)
+    """A local course. Refused (CourseError) with an invalid field, or a code another course
+    has (``course_code_taken``, grader.courses.codes); a course that took the code in the
+    meantime is found by the database's index, and that refusal ends the transaction."""
+    title, code = text(title, "the title", 500), text(code, "the code", codes.CODE_LENGTH)
     time_zone = text(time_zone, "the time zone", 64, required=False) or "UTC"
     try:
         ZoneInfo(time_zone)
     except (ZoneInfoNotFoundError, ValueError):
         raise CourseError("invalid_course", f"{time_zone!r} is not a time zone; use an IANA name such as "
                                             "'Asia/Seoul' or 'Europe/Berlin'") from None
+    codes.require_free(session, code)
     course = Course(title=title, code=code, time_zone=time_zone, api_key_id=api_key_id)
     session.add(course)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        if codes.was_taken(exc):
+            raise codes.taken(code) from None
+        raise
     if instructor is not None:
         set_role(session, course.id, instructor.id, "instructor")
     return course
@@ -69,14 +79,18 @@ def course_by_id(session: Session, course_id: int) -> Course:
 
 
 def course_called(session: Session, code: str) -> Course:
-    """The one course whose code is ``code``, or whose id it is; CourseError if there is
-    none, or if several courses share the code (the id tells them apart)."""
-    found = session.scalars(select(Course).where(or_(Course.code == code, Course.id == (
-        int(code) if code.isdigit() and len(code) < 10 else -1)))).all()
+    """The course whose code is ``code`` (ignoring case, as codes are told apart), or whose
+    id it is; CourseError if there is none, or if it is one course's code and another's id."""
+    code = code.strip()
+    found = session.scalars(select(Course).where(or_(
+        (func.lower(Course.code) == func.lower(code)) & (Course.code != ""),
+        Course.id == (int(code) if code.isdigit() and len(code) < 10 else -1)))).all()
     if not found:
         raise CourseError("course_not_found", f"no course {code!r}")
     if len(found) > 1:
-        raise CourseError("ambiguous_course", f"{len(found)} courses are called {code!r}: give the id instead")
+        by_code = next(c for c in found if c.id != int(code))
+        raise CourseError("ambiguous_course", f"{code!r} is the code of course {by_code.id} and the id of another "
+                                              f"course: name the course you mean by its own code")
     return found[0]
 
 

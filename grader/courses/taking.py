@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from grader import submissions
 from grader.accounts.models import User, lms_prefix
+from grader.courses import exercises
 from grader.courses.counting import practice, submit
 from grader.courses.models import Assignment, Course, CourseExercise, CourseMember
 from grader.submissions import practice as runs
@@ -38,21 +39,24 @@ class Taken:
 
 def take(transaction: Callable[[], AbstractContextManager[Session]], *, who: User | Callable[[Session], User],
          target: Callable[[Session], str | Assignment], source, practice_run: bool = False, way: str = "web",
-         also: Callable[[Session, object], None] | None = None, via_course: int | None = None) -> Taken:
+         also: Callable[[Session, object], None] | None = None, via_course: int | None = None,
+         key_id: int | None = None) -> Taken:
     """Store ``source`` for ``who`` against ``target`` (a slug, or an Assignment; both
     given as functions of the transaction's session, so a surface looks them up its own
     way), as a submission or a practice run, and send it once committed. ``also`` adds
     what the way in keeps with the row, in the same transaction (an API key's webhook link).
     ``via_course``: the LMS course whose link to the exercise the page was opened from; kept
     on a submission with no assignment where it holds (lms_link_course), so that course's
-    staff see it."""
+    staff see it. An exercise on its own must be one ``who`` sees (grader.courses.exercises:
+    a draft is its author's and its courses' staff's; ``key_id``, the service's API key the
+    work came through, sees its own); any other is ``unknown_exercise``."""
     submissions.check_source(source)  # first: a source that does not parse costs nothing
     try:
-        stored = _store(transaction, who, target, source, practice_run, also, via_course)
+        stored = _store(transaction, who, target, source, practice_run, also, via_course, key_id)
     except IntegrityError:
         # Two first requests of one new user at once: the other request made the user
         # between our look-up and our insert; now the look-up finds it.
-        stored = _store(transaction, who, target, source, practice_run, also, via_course)
+        stored = _store(transaction, who, target, source, practice_run, also, via_course, key_id)
     taken, device = stored
     if practice_run:
         runs.send(taken.id, device)
@@ -61,10 +65,12 @@ def take(transaction: Callable[[], AbstractContextManager[Session]], *, who: Use
     return taken
 
 
-def _store(transaction, who, target, source, practice_run: bool, also, via_course) -> tuple[Taken, str]:
+def _store(transaction, who, target, source, practice_run: bool, also, via_course, key_id) -> tuple[Taken, str]:
     with transaction() as session:
         user = who(session) if callable(who) else who
         aim = target(session)
+        if not isinstance(aim, Assignment) and exercises.find(session, aim, user, key_id=key_id) is None:
+            raise submissions.SubmissionError("unknown_exercise", f"there is no exercise {str(aim)[:100]!r}")
         if isinstance(aim, Assignment):
             take_one = practice if practice_run else submit
             row = take_one(session, user=user, assignment=aim, source=source)

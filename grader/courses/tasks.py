@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from grader import db
 from grader.catalog import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at
+from grader.courses import comments
 from grader.courses import notices  # its listeners: the grade and standing notices a worker mails
 from grader.courses.assignments import STANDING_TASK
 from grader.courses.models import Regrade, RegradeGrade, RegradeStatus
@@ -32,6 +33,7 @@ from grader.tasks import GRADE_HARD_LIMIT, celery, send_task
 log = logging.getLogger(__name__)
 
 REMIND_TASK = "grader.courses.remind_due"
+COMMENTS_TASK = "grader.courses.tell_comments"
 
 MAX_ATTEMPTS = 3
 PENDING = ("queued", "running")
@@ -163,6 +165,13 @@ def remind_due() -> int:
     """Students with an assignment due within a day and attempts left are reminded, once."""
     with db.transaction() as session:
         return notices.remind_due(session)
+
+
+@celery.task(name=COMMENTS_TASK)
+def tell_comments() -> int:
+    """Students whose feedback was released since staff commented on it are told, once."""
+    with db.transaction() as session:
+        return comments.tell_released(session)
 
 
 @celery.task(name=STANDING_TASK)

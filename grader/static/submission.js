@@ -17,6 +17,7 @@
   var bar = document.getElementById("bar");
   var count = document.getElementById("count");
   var state = document.getElementById("state");
+  var delayed = document.getElementById("delayed");
   var delay = 300;
 
   function poll() {
@@ -37,6 +38,7 @@
           count.textContent = s.done + " / " + s.total;
         }
         box.dataset.status = s.status;
+        if (delayed) delayed.hidden = !s.delayed;
         if (s.status === "running" && box.dataset.runningLabel) state.textContent = box.dataset.runningLabel;
         delay = Math.min(delay * 1.2, 2000);
         setTimeout(poll, delay);

@@ -14,14 +14,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from grader import source as source_rules
-from grader.tasks import queue_for, send_task
+from grader.tasks import queue_for, send_task, workers_taking
 from grader.accounts.models import Role, User
 from grader.catalog import is_slug
 from grader.refusals import Refused
 from grader.catalog.models import Exercise
 from grader.db import now
 from grader import metrics
-from grader.submissions.models import Submission, SubmissionStatus
+from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.submissions.notebooks import Notebook
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,16 @@ def enqueue(submission_id: str, device: str, *, countdown: float = 0) -> None:
     """Send the grading task. Call only after the row's transaction committed: a worker
     must never look for a row that is not there yet."""
     send_task(GRADE_TASK, [submission_id], queue=queue_for(device), countdown=countdown or None)
+
+
+def delayed(row: Submission) -> bool:
+    """Whether a submission waiting for its grade waits because no worker that takes its
+    queue is up (one was killed, or none was started): the pages say so at once, rather
+    than a progress bar that stands still until the sweeper's deadline."""
+    if row.status not in PENDING:
+        return False
+    device = row.exercise.device if row.exercise is not None else "cpu"
+    return workers_taking(queue_for(device)) == 0
 
 
 def send(submission_id: str, device: str, *, exercise: str = "", way: str = "web") -> None:

@@ -12,6 +12,7 @@ import logging
 import time
 from datetime import datetime, timedelta, timezone
 
+from celery import signals
 from sqlalchemy import select, update
 
 from grader import db
@@ -25,7 +26,7 @@ from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
 from grader.submissions.models import FINISHED, PENDING, PracticeRun, Submission, SubmissionStatus
 from grader.submissions.notify import after_grade
 from grader.submissions.practice import PRACTICE_TASK
-from grader.tasks import GRADE_HARD_LIMIT, celery
+from grader.tasks import GRADE_HARD_LIMIT, celery, grading_on, orphans_of
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,8 @@ def grade_submission(self, submission_id: str) -> str:
             if row is not None and row.status == SubmissionStatus.RUNNING:
                 row.progress_done, row.progress_total = done, total
 
-    with logs.grading(submission_id, slug, self.request.hostname):  # on every line logged from here
+    # on every line logged from here; and Redis knows this worker grades it, should it die
+    with logs.grading(submission_id, slug, self.request.hostname), grading_on(self.request.hostname, submission_id):
         if bundle is None:
             return _infrastructure_failure(self, submission_id, "exercise_unloadable",
                                            f"the exercise cannot be loaded: {unreadable}")
@@ -140,6 +142,33 @@ def _infrastructure_failure(task, submission_id: str, kind: str, reason: str) ->
     metrics.RETRIES.labels("grade").inc()
     enqueue(submission_id, device, countdown=5 * 2 ** attempts)  # back off, then again
     return "retrying"
+
+
+def take_up_orphans(sender=None, **_kwargs) -> list[str]:
+    """As a worker starts: the grades a worker of its name was running when it died (killed,
+    out of memory) go back to the queue at once, rather than after the sweeper's deadline.
+    Running twice changes nothing: a grade claims its row, and a graded row stays graded."""
+    hostname = getattr(sender, "hostname", None)
+    resent = []
+    try:
+        ids = orphans_of(hostname) if hostname else []
+        if not ids:
+            return []
+        with db.transaction() as session:
+            for row in session.scalars(select(Submission).where(Submission.id.in_(ids),
+                                                                Submission.status == SubmissionStatus.RUNNING)):
+                row.status, row.deadline = SubmissionStatus.QUEUED, now() + QUEUE_DEADLINE
+                resent.append((row.id, row.exercise.device))
+        for submission_id, device in resent:
+            enqueue(submission_id, device)
+        if resent:
+            log.warning("took up %d grade(s) a worker named %s was running when it stopped", len(resent), hostname)
+    except Exception:  # the sweeper remains
+        log.exception("could not take up the grades a stopped worker was running")
+    return [submission_id for submission_id, _ in resent]
+
+
+signals.worker_ready.connect(take_up_orphans, weak=False)
 
 
 @celery.task(name="grader.sweep_stuck")

@@ -1,14 +1,15 @@
 """Where the class is stuck on one assignment, for the staff of its course: the score
-distribution, each hidden test's pass rate, the hints students hit and whether they got
-past them, attempts and time to full marks, and who has not got there as their due date
+distribution, each test's pass rate (visible and hidden), each distinct hint students hit
+with the tests that gave it and whether they got past it, attempts and time to full marks, and who has not got there as their due date
 nears. Charts drawn on the server, each beside a table of its numbers."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from babel.units import format_unit
 from flask import abort, render_template
-from flask_babel import gettext as _
+from flask_babel import get_locale, gettext as _
 from markupsafe import Markup
 
 from grader import courses
@@ -18,18 +19,34 @@ from grader.escapes import shown as escaped
 from grader.extensions import get_db
 from grader.web import bp, charts
 from grader.web.auth import login_required
-from grader.web.courses import _assignment, _staff, time_left
+from grader.web.courses import _assignment, _staff
 from grader.web.views import lang
 
 
+UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
 def duration(span: timedelta | None) -> str:
+    """In the units the span asks for, in the page's language: its largest whole unit (days,
+    hours, minutes or seconds), then the next one down where there is some of it ("2 days
+    3 hours", "11 hours", "4 minutes 30 seconds", "0 seconds")."""
     if span is None:
         return "–"
-    minutes = int(span.total_seconds()) // 60
-    days, hours, minutes = minutes // 1440, minutes % 1440 // 60, minutes % 60
-    if days:
-        return _("%(d)d days %(h)d hours", d=days, h=hours)
-    return _("%(h)d hours %(m)d minutes", h=hours, m=minutes)
+    seconds = max(0, int(span.total_seconds()))
+    k = next(k for k, (_unit, size) in enumerate(UNITS) if seconds >= size or size == 1)
+    unit, size = UNITS[k]
+    parts = [(seconds // size, unit)]
+    if size > 1:
+        smaller, its_size = UNITS[k + 1]
+        if seconds % size // its_size:
+            parts.append((seconds % size // its_size, smaller))
+    locale = get_locale() or "en"
+    return " ".join(format_unit(n, f"duration-{u}", length="long", locale=locale) for n, u in parts)
+
+
+def left(span: timedelta) -> str:
+    """Time left before a due date: "past" once it has passed."""
+    return _("%(span)s left", span=duration(span)) if span.total_seconds() > 0 else _("past")
 
 
 def percent(value: float | None) -> str:
@@ -52,31 +69,38 @@ def local(english: str, translated: dict[str, str]) -> str:
 
 def _charts(found: Analytics) -> dict[str, Markup]:
     bins = found.scores.bins
-    made = {"scores": charts.columns(
+    made = {"scores": charts.bars(
         "scores-chart", _("Score distribution"),
         _("Students per band of the score that counts, in percent of the maximum: %(bands)s.",
           bands="; ".join(f"{band(b)}: {b.students}" for b in bins)),
-        [band(b) for b in bins], [b.students for b in bins])}
+        [band(b) for b in bins], [charts.Series(_("students"), [b.students for b in bins])],
+        most=max((b.students for b in bins), default=0) or 1, beside=25)}
     if found.tests:
         made["tests"] = charts.bars(
-            "tests-chart", _("Pass rate per hidden test"),
-            _("For each hidden test, the percent of counting submissions and of all graded submissions that "
-              "passed it; the table beside it gives the counts."),
+            "tests-chart", _("Pass rate per test"),
+            _("For each test, visible or hidden, the percent of counting submissions and of all graded "
+              "submissions that passed it; the table below it gives the counts."),
             [local(t.name, t.names) for t in found.tests],
             [charts.Series(_("counting submissions"), [rate(t.passed_counting, t.counting) or 0 for t in found.tests]),
              charts.Series(_("all graded submissions"), [rate(t.passed_graded, t.graded) or 0 for t in found.tests],
                            charts.GREEN)],
-            most=100, unit="%", shown=lambda v: f"{v:.0f}")
+            most=100, unit="%", shown=lambda v: f"{v:.0f}", notes=[kind(t.visible) for t in found.tests])
     if found.misconceptions:
         made["misconceptions"] = charts.bars(
             "misconceptions-chart", _("Hints students hit, and how many got past them"),
-            _("For each hint a failed test gave, the number of students it was given to and the number of them "
-              "who later passed that test."),
+            _("For each distinct hint failed tests gave, the number of students it was given to and the number "
+              "of them who later passed the tests that gave it; the table below it names those tests."),
             [local(m.hint, m.hints) for m in found.misconceptions],
             [charts.Series(_("students"), [m.students for m in found.misconceptions], charts.RED),
              charts.Series(_("got past it"), [m.got_past for m in found.misconceptions])],
-            most=max(m.students for m in found.misconceptions))
+            most=max(m.students for m in found.misconceptions),
+            notes=[_("From: %(tests)s", tests="; ".join(local(t.name, t.names) for t in m.tests))
+                   for m in found.misconceptions])
     return made
+
+
+def kind(visible: bool) -> str:
+    return _("visible") if visible else _("hidden")
 
 
 @bp.get("/assignments/<int:assignment_id>/analytics")
@@ -88,5 +112,5 @@ def assignment_analytics(assignment_id: int):
             abort(403)
         found = analytics(s, assignment)
     return render_template("courses/analytics.html", assignment=assignment, course=course, found=found,
-                           charts=_charts(found), shown=courses.shown, time_left=time_left, duration=duration,
-                           percent=percent, rate=rate, band=band, local=local, who=who)
+                           charts=_charts(found), shown=courses.shown, left=left, duration=duration,
+                           percent=percent, rate=rate, band=band, local=local, kind=kind, who=who)

@@ -15,13 +15,14 @@ from sqlalchemy import select
 
 from grader.accounts.models import User
 from grader import submissions
-from grader.catalog.models import Exercise
 from grader.courses import access, invitations
 from grader import courses
 from grader.courses.gradebook import Cell, gradebook, students_csv, submissions_csv
 from grader.courses import regrades
 from grader.courses.models import STAFF_ROLES, Assignment, Course, CourseMember, Regrade
+from grader.courses.times import aware
 from grader.db import now
+from grader.exports import attachment
 from grader.extensions import get_db, locale
 from grader.lti.models import LtiRoster
 from grader.settings import MAX_SOURCE_BYTES
@@ -151,7 +152,8 @@ def course_create():
         with get_db() as s:
             rows = s.execute(select(Course, CourseMember.role).join(CourseMember, CourseMember.course_id == Course.id)
                              .where(CourseMember.user_id == g.user.id).order_by(Course.title)).all()
-        return render_template("courses/list.html", rows=rows, may_create=True, error=exc.message, form=form), 422
+        return render_template("courses/list.html", rows=rows, may_create=True, error=refused_words(exc),
+                               form=form), exc.status
     return redirect(url_for("web.course_page", course_id=course_id), code=303)
 
 
@@ -175,7 +177,7 @@ def _course_page(course_id: int, *, error: str | None = None, notice: str | None
             if course.platform_id is None and (role == "instructor" or access.is_admin(g.user)) else []
         lms_roster = s.scalar(select(LtiRoster).where(LtiRoster.course_id == course.id)) \
             if course.platform_id is not None and _staff(role) else None
-        published = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+        published = courses.exercises.listed(s, g.user) if _staff(role) else []
     return render_template("courses/course.html", course=course, role=role, staff=_staff(role), listed=listed,
                            members=members, published=published, error=error, notice=notice, shown=courses.shown,
                            invitations=links, new_link=new_link, lms_roster=lms_roster,
@@ -220,7 +222,7 @@ def assignment_create(course_id: int):
                 late_until=_local(form.get("late_until"), zone), late_policy=form.get("late_policy"),
                 late_percent=form.get("late_percent") or None, late_cap=form.get("late_cap") or None,
                 attempts=form.get("attempts") or None, cooldown_minutes=form.get("cooldown_minutes") or None,
-                counts=form.get("counts"), feedback=form.get("feedback"))
+                counts=form.get("counts"), feedback=form.get("feedback"), by=g.user)
             assignment_id = assignment.id
     except courses.CourseError as exc:
         return _course_page(course_id, error=exc.message, status=422)
@@ -238,6 +240,13 @@ def _local(value: str | None, zone) -> str | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=zone)).isoformat()
 
 
+def _local_input(moment: datetime | None, course: Course) -> str:
+    """A stored time as a datetime-local field shows it: in the course's time zone, no zone."""
+    if moment is None:
+        return ""
+    return aware(moment).astimezone(courses.zone(course.time_zone)).strftime("%Y-%m-%dT%H:%M")
+
+
 # ------------------------------------------------------------------ one assignment
 
 @bp.get("/assignments/<int:assignment_id>")
@@ -247,7 +256,7 @@ def assignment_page(assignment_id: int):
 
 
 def _assignment_page(assignment_id: int, *, source: str | None = None, error: str | None = None,
-                     status: int = 200):
+                     staff_error: str | None = None, status: int = 200):
     with get_db() as s:
         assignment, course, role = _assignment(s, assignment_id)
         standing = courses.standing(s, assignment, g.user) if role is not None else None
@@ -261,11 +270,15 @@ def _assignment_page(assignment_id: int, *, source: str | None = None, error: st
         notes = regrades.notes_for(s, assignment, g.user.id) if role is not None else []
         past = s.scalars(select(Regrade).where(Regrade.assignment_id == assignment.id)
                          .order_by(Regrade.created_at.desc())).all() if _staff(role) else []
+        extensions = courses.list_extensions(s, assignment) if _staff(role) else []
+        overrides = courses.list_overrides(s, assignment) if _staff(role) else []
     text = statement(exercise)
     return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
                            staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
                            holds=_holds(standing, role), editor=editor, error=error, notes=notes,
-                           past_regrades=past, statement=markdown_html(text) if text is not None else None,
+                           past_regrades=past, extensions=extensions, overrides=overrides,
+                           staff_error=staff_error, local_input=_local_input,
+                           statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
                            late_warning=late_warning(standing), blocking=BLOCKING,
                            max_bytes=MAX_SOURCE_BYTES), status
@@ -315,22 +328,53 @@ def assignment_override(assignment_id: int):
         s, assignment, student, score=form.get("score"), reason=form.get("reason"), by=_by()))
 
 
+@bp.post("/assignments/<int:assignment_id>/extensions/<int:user_id>/revoke")
+@login_required
+def assignment_extension_revoke(assignment_id: int, user_id: int):
+    return _staff_revoke(assignment_id, user_id, courses.revoke_extension, "extensions-heading")
+
+
+@bp.post("/assignments/<int:assignment_id>/overrides/<int:user_id>/revoke")
+@login_required
+def assignment_override_revoke(assignment_id: int, user_id: int):
+    return _staff_revoke(assignment_id, user_id, courses.revoke_override, "overrides-heading")
+
+
 def _by() -> str:
     return g.user.email or g.user.name
+
+
+def _staff_assignment(s, assignment_id: int) -> tuple[Assignment, Course]:
+    """The assignment and its course, for those who change what counts for its students
+    (extensions, scores set by hand): the course's staff, and administrators.
+    404 to whoever is not in the course, 403 to its students."""
+    assignment, course, role = _assignment(s, assignment_id)
+    if not _staff(role):
+        abort(403)
+    return assignment, course
 
 
 def _staff_change(assignment_id: int, change):
     try:
         with get_db() as s:
-            assignment, course, role = _assignment(s, assignment_id)
-            if not _staff(role):
-                abort(403)
+            assignment, course = _staff_assignment(s, assignment_id)
             student_id = change(s, assignment, course, _student(s, course, request.form.get("student")),
                                 request.form).user_id
     except courses.CourseError as exc:
-        return _assignment_page(assignment_id, error=exc.message, status=422)
+        return _assignment_page(assignment_id, staff_error=exc.message, status=422)
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return redirect(url_for("web.assignment_page", assignment_id=assignment_id), code=303)
+
+
+def _staff_revoke(assignment_id: int, user_id: int, revoke, anchor: str):
+    try:
+        with get_db() as s:
+            assignment, _course = _staff_assignment(s, assignment_id)
+            revoke(s, assignment, user_id, by=_by())
+    except courses.CourseError as exc:
+        return _assignment_page(assignment_id, staff_error=refused_words(exc), status=exc.status)
+    courses.announce_standing(assignment_id, user_id)  # only now: it is committed, as after a grant
+    return redirect(url_for("web.assignment_page", assignment_id=assignment_id, _anchor=anchor), code=303)
 
 
 # ------------------------------------------------------------------ the gradebook
@@ -369,8 +413,8 @@ def course_gradebook_csv(course_id: int):
             abort(403 if not _staff(role) else 400)
         book = gradebook(s, course)
         text = students_csv(book) if per == "student" else submissions_csv(s, book)
-    name = f"{course.code or 'course'}-{per}s.csv".replace('"', "")
-    return Response(text, mimetype="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(text, mimetype="text/csv",
+                    headers={"Content-Disposition": attachment(f"{course.code or 'course'}-{per}s.csv")})
 
 
 # ------------------------------------------------------------------ regrades

@@ -90,5 +90,6 @@ def upload_page(upload_id: int):
         if row is None:
             abort(404)
         uploader = s.get(User, row.uploaded_by) if row.uploaded_by else None
+        exercise = s.get(Exercise, row.slug)
     return render_template("instructor/upload.html", upload=row, uploader=uploader, rows=row.check_rows or [],
-                           pending=row.status == UploadStatus.CHECKING)
+                           pending=row.status == UploadStatus.CHECKING, exercise=exercise)

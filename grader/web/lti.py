@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from grader import submissions
 from grader.catalog.models import Exercise
 from grader import courses
-from grader.courses import access
+from grader.courses import access, codes
 from grader.courses.models import STAFF_ROLES, Assignment, Course
 from grader.extensions import get_db
 from grader.lti import keys, platforms, roles, roster
@@ -130,7 +130,7 @@ def _record(data: Launch, role: str) -> tuple[int, str | None, int | None, int |
         if data.name:
             user.name = data.name[:200]
         course = _course(s, data, user.id, role) if data.context_id else None
-        slug, assignment_id = _opened_by(s, data, course)
+        slug, assignment_id = _opened_by(s, data, course, user)
         if slug and course is not None:
             courses.place(s, course.id, slug)
         if slug and _grade_target_wanted(data):
@@ -151,7 +151,7 @@ def _course(s, data: Launch, user_id: int, role: str) -> Course:
     if data.context_title or not course.title:
         course.title = data.context_title[:500]
     if data.context_label or not course.code:
-        course.code = data.context_label[:200]
+        course.code = codes.lms_code(s, data.context_label, course)  # another course's code: a suffix
     s.flush()
     courses.set_role(s, course.id, user_id, role)
     return course
@@ -186,7 +186,7 @@ def _record_target(s, data: Launch, user_id: int, slug: str, assignment_id: int 
     target.lti_user_id, target.scopes, target.assignment_id = data.sub, list(data.ags_scopes), assignment_id
 
 
-def _opened_by(s, data: Launch, course: Course | None) -> tuple[str | None, int | None]:
+def _opened_by(s, data: Launch, course: Course | None, user) -> tuple[str | None, int | None]:
     """What the link opens: an assignment of the launch's own course (custom parameter
     ``assignment``, or what the link opened before), else an exercise."""
     link = None
@@ -206,16 +206,17 @@ def _opened_by(s, data: Launch, course: Course | None) -> tuple[str | None, int 
                 s.add(link)
             link.exercise_slug, link.assignment_id = assignment.exercise_slug, assignment.id
         return assignment.exercise_slug, assignment.id
-    return _exercise_for(s, data, link), None
+    return _exercise_for(s, data, link, user), None
 
 
-def _exercise_for(s, data: Launch, link: LtiResourceLink | None) -> str | None:
+def _exercise_for(s, data: Launch, link: LtiResourceLink | None, user) -> str | None:
     """The custom parameter ``exercise`` (set by our deep linking response, or by hand),
-    else what this link opened before."""
+    else what this link opened before; only an exercise the launching user sees on its own
+    (grader.courses.exercises: a draft reaches a course's students through its assignments)."""
     wanted = data.custom.get("exercise")
     if wanted:
         row = s.get(Exercise, wanted) if len(wanted) <= 100 else None
-        if row is None or not row.published:
+        if not courses.exercises.visible_to(s, row, user):
             return None
         if data.resource_link_id:
             if link is None:
@@ -226,7 +227,7 @@ def _exercise_for(s, data: Launch, link: LtiResourceLink | None) -> str | None:
         return row.slug
     if link is not None:
         row = s.get(Exercise, link.exercise_slug)
-        return row.slug if row is not None and row.published else None
+        return row.slug if courses.exercises.visible_to(s, row, user) else None
     return None
 
 
@@ -253,10 +254,13 @@ def deep_link():
         if not access.is_staff_of(s, g.user, pending["course"]):  # the role may be gone since
             return _problem("not_instructor", "deep linking by a non-instructor", status=403,
                             message=_("Only instructors choose exercises for the course."))
-        exercises = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+        # A link to an exercise on its own opens it for every student of the LMS course: only
+        # what anyone sees (the released catalogue). A draft reaches them as an assignment's.
+        exercises = courses.exercises.listed(s)
         assignments = s.scalars(select(Assignment).where(Assignment.course_id == pending["course"])
                                 .order_by(Assignment.due_at)).all()
-        maxima = {row.slug: row.max_score for row in exercises}
+        maxima = dict(s.execute(select(Exercise.slug, Exercise.max_score).where(
+            Exercise.slug.in_({a.exercise_slug for a in assignments}))).all())
     if request.method == "GET":
         return render_template("lti/deep_link.html", exercises=exercises, assignments=assignments, error=None)
     chosen, chosen_assignments = set(request.form.getlist("exercise")), set(request.form.getlist("assignment"))

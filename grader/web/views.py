@@ -14,10 +14,10 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 
 from grader import submissions
-from grader.catalog import is_slug, uploads
+from grader.catalog import drafts, uploads
 from grader.catalog.models import Exercise, UploadStatus
 from grader import courses
-from grader.courses import access
+from grader.courses import access, comments
 from grader.courses.models import Assignment, Course, CourseMember
 from grader.escapes import shown
 from grader.exports import attachment
@@ -51,8 +51,10 @@ def best_scores(session, user_id: int) -> dict[str, float | None]:
 
 
 def published(session, slug: str) -> Exercise:
-    row = session.get(Exercise, slug) if is_slug(slug) else None
-    if row is None or not row.published:
+    """The exercise ``slug`` where the signed-in user sees it on its own (a draft: its
+    author, administrators, its courses' staff; grader.courses.exercises); else 404."""
+    row = courses.exercises.find(session, slug, g.user)
+    if row is None:
         abort(404)
     return row
 
@@ -76,7 +78,7 @@ def index():
 @login_required
 def exercises():
     with get_db() as s:
-        rows = s.scalars(select(Exercise).where(Exercise.published.is_(True)).order_by(Exercise.slug)).all()
+        rows = courses.exercises.listed(s, g.user)
         best = best_scores(s, g.user.id)
     return render_template("exercises.html", exercises=rows, best=best)
 
@@ -92,6 +94,20 @@ def statement(slug: str) -> str | None:
 @login_required
 def exercise(slug: str):
     return _exercise_page(slug)
+
+
+@bp.post("/exercises/<slug>/release")
+@login_required
+def exercise_release(slug: str):
+    """Release a draft to the catalogue: its author's or an administrator's step
+    (grader.catalog.drafts); anyone else who sees it is refused, and nothing changes."""
+    with get_db() as s:
+        row = published(s, slug)
+        try:
+            drafts.release(s, row, user_id=g.user.id, admin=access.is_admin(g.user))
+        except drafts.NotReleasable:
+            abort(403)
+    return redirect(url_for("web.exercise", slug=slug), code=303)
 
 
 def _via_course() -> int | None:
@@ -111,9 +127,11 @@ def _exercise_page(slug: str, *, source: str | None = None, error: str | None = 
                          .order_by(Submission.created_at.desc()).limit(20)).all()
         held = held_ids(s, mine)
         editor = editor_start(s, slug, mine[0] if mine else None, source)
+        releasable = not row.released and drafts.may_release(s, row, user_id=g.user.id,
+                                                              admin=access.is_admin(g.user))
     text = statement(slug)
     return render_template("exercise.html", exercise=row, mine=mine, held=held, error=error, editor=editor,
-                           via_course=_via_course(),
+                           via_course=_via_course(), releasable=releasable,
                            statement=markdown_html(text) if text is not None else None,
                            max_bytes=MAX_SOURCE_BYTES), status
 
@@ -263,17 +281,35 @@ def held_ids(s, rows: list[Submission]) -> set[str]:
 @bp.get("/submissions/<submission_id>")
 @login_required
 def submission(submission_id: str):
+    return submission_page(submission_id)
+
+
+def submission_page(submission_id: str, *, comment_error: str | None = None, typed: dict | None = None,
+                    status: int = 200):
+    """The submission's page; after a refused comment, with the refusal and what was typed."""
     with get_db() as s:
         row = _own_submission(s, submission_id)
         exercise_row = row.exercise
         owner = row.user
         shown = courses.seen(s, row, g.user)
+        delayed = submissions.delayed(row)
+        remarks = comments.shown_to(s, row, g.user)
+        may_comment = comments.may_comment(s, g.user, row)
+        lines = comments.source_lines(row.source)
     tests = localized_tests({"tests": shown.tests}, lang()) if row.report else []
     held = courses.shown(shown.held_until, shown.course) if shown.held else None
+    by_line: dict[int, list] = {}
+    for remark in remarks:
+        if remark.line is not None:
+            by_line.setdefault(remark.line, []).append(remark)
     return render_template("submission.html", submission=row, exercise=exercise_row, owner=owner, seen=shown,
                            shown_report=courses.held_report(row.report, shown),
-                           tests=tests, pending=row.status in PENDING, held=held, held_count=shown.hidden_held,
-                           visible_points=shown.visible_points)
+                           tests=tests, pending=row.status in PENDING, delayed=delayed, held=held,
+                           held_count=shown.hidden_held,
+                           visible_points=shown.visible_points,
+                           comments=remarks, overall=[r for r in remarks if r.line is None], by_line=by_line,
+                           may_comment=may_comment, source_lines=lines, comment_error=comment_error,
+                           typed=typed or {}, comment_max=comments.MAX_BODY), status
 
 
 @bp.get("/submissions/<submission_id>/status")
@@ -285,8 +321,9 @@ def submission_status(submission_id: str):
         # Polled every second or two while the grade runs: the held rule alone (the one
         # courses.seen asks), not the whole view with the score that counts.
         held = courses.feedback_held_until(s, row, g.user.id) is not None
+        delayed = submissions.delayed(row)
     return jsonify(status=row.status, done=row.progress_done, total=row.progress_total,
-                   score=None if held else row.score, max_score=None if held else row.max_score)
+                   score=None if held else row.score, max_score=None if held else row.max_score, delayed=delayed)
 
 
 @bp.get("/submissions")
@@ -356,16 +393,25 @@ def code_in_text(text: str | None) -> Markup | None:
 
 
 @bp.app_template_filter("numbered")
-def numbered(source: str | None) -> Markup:
+def numbered(source: str | None, by_line: dict | None = None) -> Markup:
     """The submitted code, escaped (control characters shown), each line numbered and
     with an id (#L12) that tracebacks link to. Line ends read as Python reads them: code
     stored before sources were normalised may end its lines with CRLF, which is no control
-    character to show."""
+    character to show. ``by_line``: the comments shown beside each line (courses.comments),
+    their text escaped."""
     text = shown((source or "").replace("\r\n", "\n")) or ""
     lines = (text[:-1] if text.endswith("\n") else text).split("\n")
     return Markup("\n".join(
         f'<span class="line" id="L{n}"><span class="ln" aria-hidden="true">{n}</span>{escape(line)}</span>'
+        + "".join(_line_comment(n, remark) for remark in (by_line or {}).get(n, ()))
         for n, line in enumerate(lines, 1)))
+
+
+def _line_comment(n: int, remark) -> str:
+    who = escape(remark.author_name or _("Course staff"))
+    return (f'<span class="line-comment" id="comment-{remark.id}"><span class="visually-hidden">'
+            f'{escape(_("Comment on line %(n)d", n=n))}: </span><span class="comment-by">{who}</span> '
+            f'<span class="comment-body">{escape(shown(remark.body))}</span></span>')
 
 
 @bp.app_template_filter("located")

@@ -1,0 +1,64 @@
+"""POST /api/v1/submissions/<id>/comments: a staff comment on a submission, overall or on
+one line of its source (grader.courses.comments decides who and what).
+
+A personal token comments as its owner where the owner is a TA or instructor of the
+submission's course; a service's API key with grades:write, on the work of its own courses
+(found as its assignments are). The comment is shown to the student as the rest of the
+feedback: GET /api/v1/submissions/<id> lists it once released."""
+
+from __future__ import annotations
+
+from flask import g, jsonify
+
+from grader.accounts.models import User
+from grader.api.courses import _by
+from grader.api.views import _SUBMISSION_ID, ApiError, _json_body, _json_type, _own_assignment, bp, comment_json, \
+    requires
+from grader.courses import access, comments
+from grader.extensions import get_db
+from grader.submissions.models import Submission
+
+_COMMENT_FIELDS = ("body", "line")
+
+
+@bp.post("/submissions/<submission_id>/comments")
+@requires("grades:write", personal="submissions:write")
+def create_comment(submission_id: str):
+    body = _json_body()
+    unknown = sorted(set(body) - set(_COMMENT_FIELDS))
+    if unknown:
+        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_COMMENT_FIELDS)}")
+    if "body" not in body:
+        raise ApiError("missing_field", "missing required fields ['body']")
+    if not isinstance(body["body"], str):
+        raise ApiError("wrong_type", f"'body' must be a string, not {_json_type(body['body'])}")
+    line = body.get("line")
+    if line is not None and type(line) is not int:
+        raise ApiError("wrong_type", f"'line' must be a whole number or null, not {_json_type(line)}")
+    with get_db() as session:
+        row = _commentable(session, submission_id)
+        author = session.get(User, g.caller.user_id) if g.caller.user_id is not None else None
+        made = comments.add(session, row, body["body"], line, author=author, author_name=_by())
+        payload = comment_json(made)
+    response = jsonify(payload)
+    response.status_code = 201
+    return response
+
+
+def _commentable(session, submission_id: str) -> Submission:
+    """The submission, where the caller may see it: a personal token's owner as the site
+    lets them (whether they may comment the domain says next); a service's key, the work
+    of its own courses. Any other is not found."""
+    row = session.get(Submission, submission_id) if _SUBMISSION_ID.fullmatch(submission_id) else None
+    if row is not None and g.caller.user_id is not None:
+        ours = access.may_see(session, session.get(User, g.caller.user_id), row)
+    elif row is not None and row.assignment_id is not None:
+        try:
+            ours = _own_assignment(session, row.assignment_id) is not None
+        except ApiError:
+            ours = False
+    else:
+        ours = False
+    if not ours:
+        raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
+    return row
