@@ -258,8 +258,9 @@ def test_guessed_link_tokens_open_nothing_and_look_like_any_unknown_one(site, da
     baseline = client.get("/account/link/" + "A" * len(real))
     said = ALERT.findall(baseline.get_data(as_text=True))
     assert baseline.status_code == 410 and said
-    other = "B" if real[-1] != "B" else "C"
-    guesses = [real[:-1], real + "A", real[:-1] + other, other + real[1:], real.swapcase(), real.upper(), real.lower(),
+    last = next(c for c in "BCD" if c != real[-1])  # a changed character, never the one it replaces
+    first = next(c for c in "BCD" if c != real[0])
+    guesses = [real[:-1], real + "A", real[:-1] + last, first + real[1:], real.swapcase(), real.upper(), real.lower(),
                real[::-1], real[:8], real[:8] + "A" * (len(real) - 8), real[:19], real[:20], "A" * 19, "A" * 20,
                "A" * 100, "A" * 101, "A" * 5000, real + "%00", "%20" + real, real + "=", real + "%3D", real + "%0a",
                real + "%20", real + ".", real + "%23", "%00"]
