@@ -9,6 +9,7 @@ Each domain's tasks live beside its models (grader/<domain>/tasks.py) and are na
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 
@@ -71,41 +72,50 @@ signals.worker_init.connect(metrics.serve_for_worker, weak=False)
 
 # ------------------------------------------------------------------ who is grading now
 
-# A worker that is up says so in Redis every few seconds, with the queues it takes; the key
-# lapses soon after it stops (killed, out of memory, the machine gone), so the pages can
-# tell a student within seconds that their grade waits for a worker to come back.
+# A worker that is up says so in Redis every few seconds, with the queues it takes, in one
+# hash of every worker's word (read in one round trip: the submission page asks on each poll);
+# its word lapses soon after it stops (killed, out of memory, the machine gone), so the pages
+# can tell a student within seconds that their grade waits for a worker to come back. Times
+# are Redis's own, so the web's and the workers' clocks need not agree.
 HEARTBEAT_S = 3.0
 HEARTBEAT_TTL_S = 10
-_HEARTBEAT = "grader:worker:"
+_WORKERS = "grader:workers"
 _beating = threading.Event()
 
 
-def _redis():
+@functools.lru_cache(maxsize=8)
+def _redis_at(url: str):
     import redis
 
-    return redis.Redis.from_url(settings().redis_url, socket_timeout=2, socket_connect_timeout=2)
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _redis():
+    """A client of the service's Redis, made once per URL (its pool survives a fork)."""
+    return _redis_at(settings().redis_url)
 
 
 def _beat_while_up(sender=None, **_kwargs) -> None:
     hostname = getattr(sender, "hostname", None) or "worker"
     queues = sorted(sender.app.amqp.queues.consume_from) if sender is not None else []
-    client, key, value = _redis(), _HEARTBEAT + hostname, json.dumps(queues)
+    client = _redis()
+
+    def say_up():
+        try:
+            seconds, _ = client.time()
+            client.hset(_WORKERS, hostname, json.dumps({"queues": queues, "until": seconds + HEARTBEAT_TTL_S}))
+        except Exception:  # Redis away for a moment: the next beat tries again
+            pass
 
     def beat():
         while not _beating.wait(HEARTBEAT_S):
-            try:
-                client.set(key, value, ex=HEARTBEAT_TTL_S)
-            except Exception:  # Redis away for a moment: the next beat tries again
-                pass
+            say_up()
         try:
-            client.delete(key)
+            client.hdel(_WORKERS, hostname)
         except Exception:
             pass
 
-    try:
-        client.set(key, value, ex=HEARTBEAT_TTL_S)
-    except Exception:
-        pass
+    say_up()
     threading.Thread(target=beat, name="grader-heartbeat", daemon=True).start()
 
 
@@ -158,12 +168,12 @@ def workers_taking(queue: str) -> int | None:
     """How many workers that take ``queue`` said within the last seconds that they are up;
     None when Redis cannot be asked (then nobody can tell)."""
     try:
-        client = _redis()
-        keys = list(client.scan_iter(match=_HEARTBEAT + "*", count=100))
-        values = client.mget(keys) if keys else []
+        with _redis().pipeline(transaction=False) as pipe:
+            (seconds, _), said = pipe.time().hgetall(_WORKERS).execute()
     except Exception:
         return None
-    return sum(1 for v in values if v is not None and queue in json.loads(v))
+    words = [json.loads(value) for value in said.values()]
+    return sum(1 for word in words if word.get("until", 0) > seconds and queue in word.get("queues", []))
 
 
 def send_task(name: str, args: list, *, queue: str, countdown: float | None = None) -> None:
