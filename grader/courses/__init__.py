@@ -31,6 +31,7 @@ from grader.courses import exercises
 from grader.courses.fields import CourseError
 from grader.courses.roster import (MAX_ROSTER_LINES, RosterResult, course_by_id, course_called, create_course,
                                    import_roster, members, place, role_in, roster_rows, set_role)
+from grader.courses.rules import is_late
 from grader.courses.taking import Taken, take
 from grader.courses.times import shown, zone
 from grader.courses.visibility import Seen, held_report, seen
@@ -42,5 +43,5 @@ __all__ = [
     "feedback_held_until", "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES",
     "RosterResult", "course_by_id",
     "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",
-    "shown", "zone", "Seen", "held_report", "seen", "Taken", "take",
+    "shown", "zone", "Seen", "held_report", "seen", "Taken", "take", "is_late",
 ]

@@ -24,6 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
+from grader.courses import rules as course_rules
 from grader.courses.assignments import course_of, rules_of
 from grader.courses.fields import CourseError
 from grader.courses.gradebook import gradebook, who
@@ -119,7 +120,7 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
                           "" if sub.score is None else f"{sub.score:g}",
                           "" if sub.max_score is None else f"{sub.max_score:g}",
                           "yes" if counting.get(sub.user_id) == sub.id else "no",
-                          "yes" if aware(sub.created_at) > rules.due_at else "no",
+                          "yes" if course_rules.is_late(rules, aware(sub.created_at)) else "no",
                           source, json_path, text_path])
             session.expunge(sub)  # done with it: its source and report need not stay in memory
         _write(archive, INDEX, csv_text(INDEX_HEADER, lines), aware(now()).astimezone(tz))

@@ -65,9 +65,14 @@ def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at:
                       reopens_at=last_attempt_at + rules.cooldown)
 
 
+def is_late(rules: Rules, submitted_at: datetime) -> bool:
+    """Whether a submission made at ``submitted_at`` came after the student's due date."""
+    return submitted_at > rules.due_at
+
+
 def late_units(rules: Rules, submitted_at: datetime) -> int:
     """How many days (or hours) late, each begun one counted; 0 when on time."""
-    if submitted_at <= rules.due_at or rules.late_policy == "none":
+    if not is_late(rules, submitted_at) or rules.late_policy == "none":
         return 0
     unit = timedelta(days=1) if rules.late_policy == "per_day" else timedelta(hours=1)
     return math.ceil((submitted_at - rules.due_at) / unit)

@@ -68,7 +68,7 @@ def seen(session: Session, row: Submission, viewer: User | None) -> Seen:
         course = session.get(Course, assignment.course_id)
         rules = rules_of(assignment, extension_of(session, assignment, row.user_id))
         submitted = aware(row.created_at)
-        late, penalty = submitted > rules.due_at, course_rules.late_penalty(rules, submitted)
+        late, penalty = course_rules.is_late(rules, submitted), course_rules.late_penalty(rules, submitted)
     if held_until:
         shown = [t for t in tests if t.get("visible")]
         return Seen(held_until, None, None, shown, len(tests) - len(shown), _points(shown), assignment, course,

@@ -39,7 +39,7 @@ def assignment_student(assignment_id: int, user_id: int):
             .order_by(Submission.created_at, Submission.id)).all()
         standing = courses.standing(s, assignment, student)
         held = held_ids(s, made)
-    attempts = [(n, row, aware(row.created_at) > standing.rules.due_at) for n, row in enumerate(made, 1)]
+    attempts = [(n, row, courses.is_late(standing.rules, aware(row.created_at))) for n, row in enumerate(made, 1)]
     return render_template("courses/student_work.html", assignment=assignment, course=course, student=student,
                            shown_as=who(student), attempts=attempts[::-1], standing=standing, held=held,
                            shown=courses.shown, why=why)
