@@ -20,7 +20,7 @@ from grader.web import mail as web_mail
 from grader import logs
 from grader.ops import views as ops_views
 from grader.settings import MAX_SOURCE_BYTES, Settings, private_dir, settings
-from grader.web import errors
+from grader.web import errors, per_process
 
 # What a JSON error under /api/ is called, by HTTP status.
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
@@ -34,6 +34,8 @@ def create_app(config: dict | None = None, *, using: Settings | None = None) -> 
     overrides Flask's own configuration (tests pass DATABASE_URL, EXERCISES_DIR). Tasks go
     to the broker grader.tasks' Celery app was made for (GRADER_REDIS_URL)."""
     app = Flask(__name__, instance_relative_config=True)
+    app.url_rule_class = per_process.LazyRule
+    app.jinja_options = {**app.jinja_options, "bytecode_cache": per_process.TEMPLATES}
     defaults = using or settings()
     app.extensions["grader.settings"] = defaults
     logs.configure(defaults.log_format)

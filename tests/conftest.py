@@ -272,25 +272,48 @@ PART_NAMES = {
 PART_FIXTURES = {"browser": {"browser"}, "sandbox": {"grade_file", "target"}}
 
 
+def _own_names(function) -> tuple[frozenset[str], tuple]:
+    """The global names (and short strings) one function's code uses, and the tests' own
+    helper functions among them; remembered per code object, since a helper is reached from
+    hundreds of tests."""
+    code = function.__code__
+    known = _OWN_NAMES.get(code)
+    if known is None:
+        names, stack = set(), [code]
+        while stack:
+            current = stack.pop()
+            names.update(current.co_names)
+            names.update(repr(const) for const in current.co_consts if isinstance(const, str) and len(const) < 10)
+            stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
+        helpers = []
+        for name in names:
+            helper = function.__globals__.get(name)
+            helper = getattr(helper, "__wrapped__", helper)
+            if callable(helper) and hasattr(helper, "__code__") and \
+                    helper.__code__.co_filename.startswith(_TESTS_PREFIX):
+                helpers.append(helper)
+        known = _OWN_NAMES[code] = (frozenset(names), tuple(helpers))
+    return known
+
+
+_OWN_NAMES: dict = {}
+_TESTS_PREFIX = str(TESTS) + "/"
+
+
 def _names_used(function, seen: set) -> set[str]:
     """The global names a function's code uses, followed into the tests' own helper functions
     (a helper of tests/ that starts a worker makes its callers worker tests)."""
-    code = getattr(function, "__code__", None)
-    if code is None or code in seen:
-        return set()
-    seen.add(code)
-    names, stack = set(), [code]
+    names: set[str] = set()
+    stack = [function]
     while stack:
         current = stack.pop()
-        names.update(current.co_names)
-        names.update(repr(const) for const in current.co_consts if isinstance(const, str) and len(const) < 10)
-        stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
-    for name in list(names):
-        helper = function.__globals__.get(name)
-        helper = getattr(helper, "__wrapped__", helper)
-        if callable(helper) and hasattr(helper, "__code__") and \
-                Path(helper.__code__.co_filename).is_relative_to(TESTS):
-            names |= _names_used(helper, seen)
+        code = getattr(current, "__code__", None)
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        own, helpers = _own_names(current)
+        names |= own
+        stack.extend(helpers)
     return names
 
 
