@@ -146,6 +146,10 @@ def assignments(show: bool = True) -> list[dict]:
     if show:
         for a in listed:
             left = "" if a.get("attempts_left") is None else f" · {a['attempts_left']} attempts left"
+            if a.get("ends_at"):  # a timed assignment started: the student's own deadline
+                left += f" · your time ends {a['ends_at']}"
+            elif a.get("time_limit_minutes"):
+                left += f" · timed: {a['time_limit_minutes']} minutes from your start (your first submission)"
             print(f"{a['course']['code']}/{a['title']} (#{a['id']}) · due {a['due_at_shown']}{left}")
     return listed
 
@@ -262,7 +266,7 @@ def _request(method: str, path_or_url: str, body: dict | None = None) -> dict:
 
 
 # Refusals that waiting does not change: no "try again in" for them, whatever a header says.
-_FINAL = ("no_attempts_left", "closed", "not_a_member", "assignment_not_found", "syntax_error")
+_FINAL = ("no_attempts_left", "closed", "time_up", "not_a_member", "assignment_not_found", "syntax_error")
 
 
 def _refusal(exc: urllib.error.HTTPError) -> GraderError:

@@ -68,6 +68,8 @@ CODES: dict[str, Code] = {
     "closed": Code(409, _("This assignment is closed: submissions are no longer accepted.")),
     "no_attempts_left": Code(409, _("You have used all %(n)d attempts.")),
     "cooling_down": Code(429, _("Wait until %(when)s before your next attempt.")),
+    "time_up": Code(409, _("Your time on this assignment is up (it ended at %(when)s): submissions are no longer "
+                           "accepted.")),
     "not_a_member": Code(422, _("You are not a member of this course.")),
     # Running a course
     **dict.fromkeys(("invalid_course", "invalid_roster", "invalid_assignment", "invalid_extension",

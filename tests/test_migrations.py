@@ -158,3 +158,43 @@ def test_exercises_published_before_drafts_stay_released_and_personal_tokens_rea
         assert (json.loads(scopes) if isinstance(scopes, str) else scopes) == ["submissions:read",
                                                                               "submissions:write"]
     engine.dispose()
+
+
+def test_lms_registrations_keep_their_courses_and_a_deleted_one_frees_its_issuer(empty_database):
+    url = empty_database
+    migrate(url, "0022")
+    engine = create_engine(url)
+    platform = ("INSERT INTO lti_platforms (name, issuer, client_id, deployment_ids, auth_login_url, auth_token_url, "
+                "jwks_url, created_at) VALUES ('LMS', 'https://lms.example.edu', 'tool', '[\"1\"]', "
+                "'https://lms.example.edu/auth', 'https://lms.example.edu/token', 'https://lms.example.edu/jwks', "
+                "'2026-01-01')")
+    with engine.begin() as conn:
+        conn.execute(text(platform))
+        conn.execute(text("INSERT INTO courses (title, code, platform_id, context_id, created_at, updated_at) "
+                          "SELECT 'Deep learning', 'DL101', id, 'course-1', '2026-01-01', '2026-01-01' "
+                          "FROM lti_platforms"))
+    engine.dispose()
+    migrate(url, "head")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        # SQLite copies the table anew: the courses pointing at it stay (no cascade on the way).
+        assert conn.execute(text("SELECT c.code FROM courses c JOIN lti_platforms p ON p.id = c.platform_id")
+                            ).scalars().all() == ["DL101"]
+        assert conn.execute(text("SELECT action FROM lti_platform_changes")).scalars().all() == ["created"]
+        with pytest.raises(IntegrityError), conn.begin_nested():  # two live registrations of one client
+            conn.execute(text(platform))
+        conn.execute(text("UPDATE lti_platforms SET deleted_at = '2026-02-01'"))
+        conn.execute(text(platform))  # registered again once deleted
+        assert conn.execute(text("SELECT COUNT(*) FROM lti_platforms")).scalar() == 2
+    with pytest.raises(RuntimeError, match="deleted LMS registrations"):
+        migrate(url, "0022", down=True)
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM lti_platforms WHERE deleted_at IS NULL"))
+        conn.execute(text("UPDATE lti_platforms SET deleted_at = NULL"))
+    engine.dispose()
+    migrate(url, "0022", down=True)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert "deleted_at" not in [c["name"] for c in inspect(conn).get_columns("lti_platforms")]
+        assert conn.execute(text("SELECT COUNT(*) FROM courses")).scalar() == 1
+    engine.dispose()

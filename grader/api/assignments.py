@@ -45,7 +45,7 @@ def _described(assignment: Assignment, course: Course, due_at) -> dict:
             "course": {"id": course.id, "code": course.code, "title": course.title},
             "due_at": aware(due_at).isoformat(timespec="seconds"),
             "due_at_shown": courses.shown(due_at, course), "attempts": assignment.attempts,
-            "feedback": assignment.feedback}
+            "feedback": assignment.feedback, "time_limit_minutes": assignment.time_limit_minutes}
 
 
 def _mine(session, assignment: Assignment, course: Course, owner: User) -> dict:
@@ -57,7 +57,19 @@ def _mine(session, assignment: Assignment, course: Course, owner: User) -> dict:
             "refusal": standing.refusal.code if standing.refusal else None,
             "counted_score": None if held else standing.counted.score,
             "counted_max_score": None if held else standing.counted.max_score,
-            "feedback_held_until": standing.held_until.isoformat(timespec="seconds") if held else None}
+            "feedback_held_until": standing.held_until.isoformat(timespec="seconds") if held else None,
+            # A timed assignment: the owner's own limit (an extension's minutes included), when
+            # they started, and their own deadline once started.
+            "time_limit_minutes": _minutes(standing.rules.time_limit),
+            "started_at": _iso(standing.rules.started_at), "ends_at": _iso(standing.ends_at)}
+
+
+def _minutes(limit) -> int | None:
+    return None if limit is None else int(limit.total_seconds() // 60)
+
+
+def _iso(moment) -> str | None:
+    return None if moment is None else aware(moment).isoformat(timespec="seconds")
 
 
 @bp.get("/assignments/<int:assignment_id>/submissions.zip")

@@ -20,7 +20,8 @@ from grader.extensions import get_db
 
 _COURSE_FIELDS = ("title", "code", "time_zone")
 _ASSIGNMENT_FIELDS = ("exercise", "due_at", "title", "opens_at", "late_until", "late_policy", "late_percent",
-                      "late_cap", "attempts", "cooldown_minutes", "counts", "feedback", "version")
+                      "late_cap", "attempts", "cooldown_minutes", "counts", "feedback", "version",
+                      "time_limit_minutes")
 
 
 def _fields(body: dict, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
@@ -72,7 +73,7 @@ def assignment_json(a: Assignment, course: Course) -> dict:
             "due_at": courses.shown(a.due_at, course), "late_until": courses.shown(a.late_until, course) or None,
             "late_policy": a.late_policy, "late_percent": a.late_percent, "late_cap": a.late_cap,
             "attempts": a.attempts, "cooldown_minutes": a.cooldown_seconds // 60, "counts": a.counts,
-            "feedback": a.feedback}
+            "feedback": a.feedback, "time_limit_minutes": a.time_limit_minutes}
 
 
 def _created(payload: dict) -> Response:
@@ -152,15 +153,16 @@ def get_gradebook(course_id: int):
 @bp.post("/assignments/<int:assignment_id>/extensions")
 @requires("grades:write")
 def grant_extension(assignment_id: int):
-    body = _fields(_json_body(), ("user", "due_at", "extra_attempts", "reason"), ("user", "reason"))
+    body = _fields(_json_body(), ("user", "due_at", "extra_attempts", "extra_minutes", "reason"), ("user", "reason"))
     with get_db() as session:
         assignment, course = _assignment(session, assignment_id)
         extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
                                             due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
-                                            reason=body["reason"], by=_by())
+                                            extra_minutes=body.get("extra_minutes"), reason=body["reason"], by=_by())
         made = {"assignment": assignment.id, "user": body["user"],
                 "due_at": courses.shown(extension.due_at, course) or None,
-                "extra_attempts": extension.extra_attempts, "reason": extension.reason}
+                "extra_attempts": extension.extra_attempts, "extra_minutes": extension.extra_minutes,
+                "reason": extension.reason}
         student_id = extension.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
     return _created(made)
@@ -189,8 +191,8 @@ def _iso(moment) -> str | None:
 def extension_json(extension, user, course: Course) -> dict:
     return {"user_id": user.id, "user": who(user), "name": user.name, "due_at": _iso(extension.due_at),
             "due_at_shown": courses.shown(extension.due_at, course) or None,
-            "extra_attempts": extension.extra_attempts, "reason": extension.reason,
-            "granted_by": extension.granted_by, "granted_at": _iso(extension.granted_at)}
+            "extra_attempts": extension.extra_attempts, "extra_minutes": extension.extra_minutes or 0,
+            "reason": extension.reason, "granted_by": extension.granted_by, "granted_at": _iso(extension.granted_at)}
 
 
 def override_json(override, user) -> dict:

@@ -386,6 +386,10 @@ SCHEMAS = {
                              "description": "When students see their hidden tests' results."},
                 "version": {"type": "integer", "description": "The exercise version to pin (default: the one "
                                                              "published now)."},
+                "time_limit_minutes": {"type": "integer", "minimum": 1, "maximum": 10080,
+                                       "description": "A timed assignment: each student has this many minutes "
+                                                      "from when they start it (at most a week), ending sooner "
+                                                      "if the assignment closes first; absent: untimed."},
             },
         },
         "Assignment": {
@@ -398,7 +402,10 @@ SCHEMAS = {
                            "late_percent": {"type": "number"}, "late_cap": {"type": "number", "nullable": True},
                            "attempts": {"type": "integer", "nullable": True},
                            "cooldown_minutes": {"type": "integer"}, "counts": {"type": "string"},
-                           "feedback": {"type": "string"}},
+                           "feedback": {"type": "string"},
+                           "time_limit_minutes": {"type": "integer", "nullable": True,
+                                                  "description": "Each student's minutes from their start; null: "
+                                                                 "untimed."}},
         },
         "AssignmentList": {
             "type": "object", "required": ["assignments"],
@@ -421,21 +428,38 @@ SCHEMAS = {
                 "attempts_used": {"type": "integer"}, "attempts_left": {"type": "integer", "nullable": True},
                 "refusal": {"type": "string", "nullable": True,
                             "description": "The code a submission now would be refused with (closed, "
-                                           "no_attempts_left, cooling_down, not_open); null: it would be taken."},
+                                           "no_attempts_left, cooling_down, not_open, time_up); null: it would "
+                                           "be taken."},
                 "counted_score": {"type": "number", "nullable": True},
                 "counted_max_score": {"type": "number", "nullable": True},
-                "feedback_held_until": {"type": "string", "format": "date-time", "nullable": True}},
+                "feedback_held_until": {"type": "string", "format": "date-time", "nullable": True},
+                "time_limit_minutes": {"type": "integer", "nullable": True,
+                                       "description": "A timed assignment's minutes from each student's start (with a "
+                                                      "personal token: the owner's own, an extension's extra minutes "
+                                                      "included); null: untimed."},
+                "started_at": {"type": "string", "format": "date-time", "nullable": True,
+                               "description": "When the owner started this timed assignment (its page's start "
+                                              "button, or their first submission); null: not yet."},
+                "ends_at": {"type": "string", "format": "date-time", "nullable": True,
+                            "description": "The owner's own deadline on a timed assignment they started: their "
+                                           "start plus their time limit, or the close date if sooner. A "
+                                           "submission after it is refused with time_up."}},
         },
         "NewExtension": {
             "type": "object", "required": ["user", "reason"], "additionalProperties": False,
             "properties": {"user": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
                            "extra_attempts": {"type": "integer", "minimum": 0},
+                           "extra_minutes": {"type": "integer", "minimum": 0,
+                                             "description": "Minutes on top of a timed assignment's limit for this "
+                                                            "student. A later due date alone never lengthens the "
+                                                            "limit."},
                            "reason": {"type": "string", "description": "Shown to the student."}},
         },
         "Extension": {"type": "object", "required": ["assignment", "user", "extra_attempts", "reason"],
                       "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
                                      "due_at": {"type": "string", "nullable": True},
-                                     "extra_attempts": {"type": "integer"}, "reason": {"type": "string"}}},
+                                     "extra_attempts": {"type": "integer"}, "extra_minutes": {"type": "integer"},
+                                     "reason": {"type": "string"}}},
         "ListedExtension": {
             "type": "object",
             "required": ["user_id", "user", "extra_attempts", "reason", "granted_by", "granted_at"],
@@ -447,7 +471,8 @@ SCHEMAS = {
                            "due_at": {"type": "string", "format": "date-time", "nullable": True},
                            "due_at_shown": {"type": "string", "nullable": True,
                                             "description": "The new due date in the course's time zone."},
-                           "extra_attempts": {"type": "integer"}, "reason": {"type": "string"},
+                           "extra_attempts": {"type": "integer"}, "extra_minutes": {"type": "integer"},
+                           "reason": {"type": "string"},
                            "granted_by": {"type": "string"},
                            "granted_at": {"type": "string", "format": "date-time",
                                           "description": "When it was granted or last changed."}}},
@@ -661,8 +686,10 @@ def _paths() -> dict:
                 "415": _error("The body is not application/json (UTF-8).", "unsupported_media_type"),
                 "404": _error("This key has no assignment with this id.", "assignment_not_found"),
                 "409": _error("The assignment takes no submission from this student now: not open yet, "
-                              "closed, or all attempts used. The message says until when where it reopens.",
-                              "not_open", "closed", "no_attempts_left"),
+                              "closed, all attempts used, or the student's time on a timed assignment is up "
+                              "(time_up; their first submission starts their clock where they never pressed "
+                              "start). The message says until when where it reopens.",
+                              "not_open", "closed", "no_attempts_left", "time_up"),
                 "422": _error("The JSON does not describe a submission that can be graded.",
                               "invalid_body", "unknown_field", "missing_field", "wrong_type", "invalid_user",
                               "unknown_exercise", "source_empty", "source_not_utf8", "source_invalid",

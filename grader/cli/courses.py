@@ -87,6 +87,8 @@ def assignment_group() -> None:
 @click.option("--cooldown-minutes", type=int)
 @click.option("--counts", type=click.Choice(["best", "latest"]), default="best", show_default=True)
 @click.option("--feedback", type=click.Choice(["immediate", "after_due"]), default="immediate", show_default=True)
+@click.option("--time-limit-minutes", type=int,
+              help="Timed: each student has this many minutes from when they start (at most 10080, a week).")
 @click.option("--title")
 def assignment_create_command(course_id: int, **fields) -> None:
     """Place an exercise in a course; print the assignment's id."""
@@ -96,7 +98,9 @@ def assignment_create_command(course_id: int, **fields) -> None:
             course = courses.course_by_id(session, course_id)
             assignment = courses.create_assignment(session, course, **fields)
             due, assignment_id = courses.shown(assignment.due_at, course), assignment.id
+            limit = assignment.time_limit_minutes
     except courses.CourseError as exc:
         raise click.ClickException(exc.message) from None
-    click.echo(f"created assignment of {fields['exercise']}, due {due}, id:", err=True)
+    timed = f", {limit} minutes from each student's start" if limit else ""
+    click.echo(f"created assignment of {fields['exercise']}, due {due}{timed}, id:", err=True)
     click.echo(assignment_id)

@@ -7,6 +7,7 @@
     counting.py     a submission or practice run under the rules; where a student stands
                     (attempts, the score that counts, held feedback)
     rules.py        the rules as pure functions of times and attempts
+    starts.py       when a student started a timed assignment (their clock), recorded once
     times.py        a course's time zone, and times as it reads them
     fields.py       CourseError, and the checks of what forms and API bodies give
     access.py       who may see a submission at all
@@ -27,7 +28,7 @@ from grader.courses.assignments import (STANDING_TASK, announce_standing, course
                                         revoke_extension, revoke_override, rules_of, set_override)
 from grader.courses.counting import (COUNTED_STATUSES, Standing, counted, exercise_held_until,
                                      feedback_held_until, practice, release_of, standing, submit)
-from grader.courses import exercises
+from grader.courses import exercises, starts
 from grader.courses.fields import CourseError
 from grader.courses.roster import (MAX_ROSTER_LINES, RosterResult, course_by_id, course_called, create_course,
                                    import_roster, members, place, role_in, roster_rows, set_role)
@@ -39,7 +40,7 @@ from grader.courses.visibility import Seen, held_report, seen
 __all__ = [
     "STANDING_TASK", "announce_standing", "course_of", "create_assignment", "extension_of", "grant_extension",
     "list_extensions", "list_overrides", "revoke_extension", "revoke_override", "override_of", "rules_of",
-    "set_override", "exercises", "COUNTED_STATUSES", "Standing", "counted", "exercise_held_until",
+    "set_override", "exercises", "starts", "COUNTED_STATUSES", "Standing", "counted", "exercise_held_until",
     "feedback_held_until", "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES",
     "RosterResult", "course_by_id",
     "course_called", "create_course", "import_roster", "members", "place", "role_in", "roster_rows", "set_role",

@@ -27,17 +27,20 @@ from grader.tasks import NOTIFY_QUEUE, send_task
 
 log = logging.getLogger(__name__)
 
+MAX_TIME_LIMIT_MINUTES = 7 * 24 * 60  # a timed assignment gives each student at most a week
+
 
 def create_assignment(session: Session, course: Course, *, exercise, due_at, title=None, opens_at=None,
                       late_until=None, late_policy=None, late_percent=None, late_cap=None, attempts=None,
                       cooldown_minutes=None, counts=None, feedback=None, version=None,
-                      by: User | None = None, key_id: int | None = None) -> Assignment:
+                      time_limit_minutes=None, by: User | None = None, key_id: int | None = None) -> Assignment:
     """An exercise placed in the course at its published version (or ``version``, one kept
     as an upload), with its due date and rules; every value checked first. The exercise is
     one its placer sees (grader.courses.exercises): ``by``, the staff member on the site,
     or ``key_id``, the API key; neither: the site's operator (the command line), who places
     any published exercise. A draft placed so is seen by the course's students through
-    this assignment."""
+    this assignment. ``time_limit_minutes``: each student's time from their own start
+    (grader.courses.starts); None, untimed."""
     exercise_row = session.get(Exercise, exercise) if is_slug(exercise) else None
     if by is None and key_id is None:
         seen = exercise_row is not None and exercise_row.published
@@ -68,21 +71,33 @@ def create_assignment(session: Session, course: Course, *, exercise, due_at, tit
         attempts=number(attempts, "the number of attempts", low=1, high=10_000, whole=True),
         cooldown_seconds=60 * (number(cooldown_minutes, "the cool-down", low=0, high=60 * 24 * 7, whole=True) or 0),
         counts=choice(counts, "which attempt counts", course_rules.COUNTS, "best"),
-        feedback=choice(feedback, "when hidden feedback is shown", course_rules.FEEDBACK, "immediate"))
+        feedback=choice(feedback, "when hidden feedback is shown", course_rules.FEEDBACK, "immediate"),
+        time_limit_minutes=time_limit(time_limit_minutes))
     session.add(assignment)
     session.flush()
     return assignment
 
 
-def rules_of(assignment: Assignment, extension: Extension | None = None) -> Rules:
+def time_limit(value) -> int | None:
+    """A time limit in whole minutes, 1 to a week; None (or empty): untimed."""
+    return number(value, "the time limit in minutes", low=1, high=MAX_TIME_LIMIT_MINUTES, whole=True)
+
+
+def rules_of(assignment: Assignment, extension: Extension | None = None, started_at=None) -> Rules:
+    """The assignment's rules for one student: with their extension, and for a timed
+    assignment when they started it (None: not yet)."""
     rules = Rules(due_at=aware(assignment.due_at), opens_at=assignment.opens_at and aware(assignment.opens_at),
                   late_until=assignment.late_until and aware(assignment.late_until),
                   late_policy=assignment.late_policy, late_percent=assignment.late_percent,
                   late_cap=assignment.late_cap, attempts=assignment.attempts,
                   cooldown=timedelta(seconds=assignment.cooldown_seconds), counts=assignment.counts,
-                  feedback=assignment.feedback)
+                  feedback=assignment.feedback,
+                  time_limit=timedelta(minutes=assignment.time_limit_minutes)
+                  if assignment.time_limit_minutes is not None else None,
+                  started_at=started_at and aware(started_at))
     if extension is not None:
-        rules = rules.extended(extension.due_at and aware(extension.due_at), extension.extra_attempts)
+        rules = rules.extended(extension.due_at and aware(extension.due_at), extension.extra_attempts,
+                               extension.extra_minutes or 0)
     return rules
 
 
@@ -98,18 +113,25 @@ def extension_of(session: Session, assignment: Assignment, user_id: int) -> Exte
 
 
 def grant_extension(session: Session, assignment: Assignment, user: User, *, due_at=None, extra_attempts=None,
-                    reason, by: str) -> Extension:
-    """A later due date and/or extra attempts for one student, with the reason they see."""
+                    extra_minutes=None, reason, by: str) -> Extension:
+    """A later due date, extra attempts and/or (on a timed assignment) extra minutes on the
+    student's time limit, for one student, with the reason they see. A later due date
+    never lengthens a timed assignment's limit: only extra minutes do."""
     require_member(session, assignment, user)
     due = moment(due_at, "the new due date")
     extra = number(extra_attempts, "the extra attempts", low=0, high=10_000, whole=True) or 0
+    minutes = number(extra_minutes, "the extra minutes", low=0, high=MAX_TIME_LIMIT_MINUTES, whole=True) or 0
     reason = text(reason, "the reason", 2000)
-    if due is None and not extra:
-        raise CourseError("invalid_extension", "an extension gives a later due date, extra attempts, or both")
+    if minutes and assignment.time_limit_minutes is None:
+        raise CourseError("invalid_extension", "extra minutes are for a timed assignment; this one has no time limit")
+    if due is None and not extra and not minutes:
+        raise CourseError("invalid_extension", "an extension gives a later due date, extra attempts, extra minutes "
+                                               "(on a timed assignment), or some of these")
     if due is not None and due <= aware(assignment.due_at):
         raise CourseError("invalid_extension", "the new due date must be after the assignment's own")
     extension = extension_of(session, assignment, user.id) or Extension(assignment_id=assignment.id, user_id=user.id)
     extension.due_at, extension.extra_attempts, extension.reason, extension.granted_by = due, extra, reason, by[:200]
+    extension.extra_minutes = minutes
     session.add(extension)
     session.flush()
     return extension

@@ -14,6 +14,7 @@ from grader import submissions
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
 from grader.courses import rules as course_rules
+from grader.courses import starts
 from grader.courses.assignments import extension_of, override_of, require_member, rules_of
 from grader.courses.fields import CourseError
 from grader.courses.models import STAFF_ROLES, Assignment, CourseMember, Extension, MemberRole, ScoreOverride
@@ -37,13 +38,18 @@ def _attempts(session: Session, assignment: Assignment, user_id: int) -> list[Su
 
 def submit(session: Session, *, user: User, assignment: Assignment, source) -> Submission:
     """A submission to the assignment, if its rules accept one from ``user`` now;
-    SubmissionError with the refusal's code (and ``reopens_at``) where they do not."""
+    SubmissionError with the refusal's code (and ``reopens_at``) where they do not. A
+    timed assignment's first submission by a student who never pressed its start button
+    starts their clock (rolled back with the transaction if the submission is refused)."""
     submissions.check_source(source)  # first: a source that does not parse spends no attempt
     try:
         require_member(session, assignment, user)
-        rules = rules_of(assignment, extension_of(session, assignment, user.id))
+        rules = _rules(session, assignment, user.id)
         made = _attempts(session, assignment, user.id)
-        course_rules.may_submit(rules, now(), len(made), aware(made[-1].created_at) if made else None)
+        moment = now()
+        if rules.timed and rules.started_at is None:
+            rules = rules.started(starts.start(session, assignment, user, at=moment))
+        course_rules.may_submit(rules, moment, len(made), aware(made[-1].created_at) if made else None)
     except (CourseError, Refusal) as refusal:  # to the ways in, a submission refused, details and all
         raise submissions.SubmissionError(refusal.code, refusal.message, **refusal.details) from None
     return submissions.create(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
@@ -52,14 +58,34 @@ def submit(session: Session, *, user: User, assignment: Assignment, source) -> S
 
 def practice(session: Session, *, user: User, assignment: Assignment, source) -> PracticeRun:
     """A practice run for the assignment, by one of its course's members: the visible
-    tests of the version it pinned, at any time, counted for nothing (no attempt used)."""
+    tests of the version it pinned, at any time, counted for nothing (no attempt used).
+    On a timed assignment while it is open, only within the student's own time: the first
+    run starts their clock as a first submission does, so that practice is no way around it."""
     submissions.check_source(source)  # first, as submit()
     try:
         require_member(session, assignment, user)
-    except CourseError as refusal:
+        if assignment.time_limit_minutes is not None:
+            _practice_in_time(session, assignment, user)
+    except (CourseError, Refusal) as refusal:
         raise submissions.SubmissionError(refusal.code, refusal.message, **refusal.details) from None
     return practice_runs.start(session, user=user, exercise_slug=assignment.exercise_slug, source=source,
                                assignment_id=assignment.id, version=assignment.exercise_version)
+
+
+def _rules(session: Session, assignment: Assignment, user_id: int) -> Rules:
+    """The student's own rules: their extension, and on a timed assignment their start."""
+    began = starts.started_at(session, assignment, user_id) if assignment.time_limit_minutes is not None else None
+    return rules_of(assignment, extension_of(session, assignment, user_id), began)
+
+
+def _practice_in_time(session: Session, assignment: Assignment, user: User) -> None:
+    rules, moment = _rules(session, assignment, user.id), now()
+    if moment > rules.closes_at or (rules.opens_at is not None and moment < rules.opens_at):
+        return  # outside the assignment's window no one's clock runs: practice as on any assignment
+    if rules.started_at is None:
+        starts.start(session, assignment, user, at=moment)
+    else:
+        course_rules.within_time(rules, moment)
 
 
 @dataclass
@@ -80,6 +106,16 @@ class Standing:
     def attempts_left(self) -> int | None:
         return None if self.rules.attempts is None else max(0, self.rules.attempts - self.attempts_used)
 
+    @property
+    def not_started(self) -> bool:
+        """A timed assignment whose clock the student has not started."""
+        return self.rules.timed and self.rules.started_at is None
+
+    @property
+    def ends_at(self) -> datetime | None:
+        """The student's own deadline on a timed assignment they started; else None."""
+        return self.rules.ends_at if self.rules.timed and self.rules.started_at is not None else None
+
 
 def counted(rules: Rules, graded: list[Submission], override: ScoreOverride | None) -> Counted:
     if override is not None:
@@ -95,7 +131,7 @@ def _attempt(row: Submission) -> Attempt:
 def standing(session: Session, assignment: Assignment, user: User) -> Standing:
     extension = extension_of(session, assignment, user.id)
     override = override_of(session, assignment, user.id)
-    rules = rules_of(assignment, extension)
+    rules = _rules(session, assignment, user.id)
     made = _attempts(session, assignment, user.id)
     graded = [s for s in made if s.status == SubmissionStatus.GRADED]
     refusal, moment = None, now()  # one moment for every answer below

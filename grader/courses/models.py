@@ -118,13 +118,28 @@ class Assignment(Base):
     cooldown_seconds: Mapped[int] = mapped_column(Integer, default=0)
     counts: Mapped[str] = mapped_column(String(20), default="best")
     feedback: Mapped[str] = mapped_column(String(20), default="immediate")
+    # Each student's minutes from their start (AssignmentStart); None: untimed.
+    time_limit_minutes: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
 
+class AssignmentStart(Base):
+    """When a student started a timed assignment: their clock runs from here. Recorded once
+    (the unique pair makes a second start lose the race) and never moved."""
+
+    __tablename__ = "assignment_starts"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_assignment_starts_assignment_user"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class Extension(Base):
-    """A student's own due date and extra attempts on one assignment, with the reason,
-    which the student sees."""
+    """A student's own due date, extra attempts and (on a timed assignment) extra minutes on
+    one assignment, with the reason, which the student sees."""
 
     __tablename__ = "extensions"
     __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_extensions_assignment_user"),)
@@ -134,6 +149,7 @@ class Extension(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    extra_minutes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # on a timed assignment's limit
     reason: Mapped[str] = mapped_column(Text, default="")
     granted_by: Mapped[str] = mapped_column(String(200), default="")  # a user's name or e-mail, or "API key <prefix>"
     granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)

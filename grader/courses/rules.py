@@ -28,20 +28,40 @@ class Rules:
     cooldown: timedelta = timedelta(0)   # between one attempt and the next
     counts: str = "best"
     feedback: str = "immediate"
+    time_limit: timedelta | None = None  # each student's time from their own start; None: untimed
+    started_at: datetime | None = None   # when this student started (a timed assignment); None: not yet
 
     @property
     def closes_at(self) -> datetime:
         return max(self.late_until, self.due_at) if self.late_until else self.due_at
 
-    def extended(self, due_at: datetime | None, extra_attempts: int = 0) -> "Rules":
+    @property
+    def ends_at(self) -> datetime:
+        """The student's own last moment to submit: the close date, or sooner, once started,
+        their start plus their time limit (a later due date never outruns the limit)."""
+        if self.time_limit is None or self.started_at is None:
+            return self.closes_at
+        return min(self.started_at + self.time_limit, self.closes_at)
+
+    @property
+    def timed(self) -> bool:
+        return self.time_limit is not None
+
+    def started(self, at: datetime | None) -> "Rules":
+        """The rules for a student who started at ``at`` (None: has not started)."""
+        return replace(self, started_at=at)
+
+    def extended(self, due_at: datetime | None, extra_attempts: int = 0, extra_minutes: int = 0) -> "Rules":
         """The rules for a student with an extension: a later due date (the late window
-        moves with it) and attempts on top."""
+        moves with it), attempts on top, and minutes on top of a timed assignment's limit."""
         rules = self
         if due_at is not None and due_at > self.due_at:
             late = self.late_until - self.due_at if self.late_until else None
             rules = replace(rules, due_at=due_at, late_until=due_at + late if late is not None else None)
         if extra_attempts and rules.attempts is not None:
             rules = replace(rules, attempts=rules.attempts + extra_attempts)
+        if extra_minutes and rules.time_limit is not None:
+            rules = replace(rules, time_limit=rules.time_limit + timedelta(minutes=extra_minutes))
         return rules
 
 
@@ -56,6 +76,7 @@ def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at:
     """Raise Refusal unless a submission made ``now`` is accepted."""
     if rules.opens_at is not None and now < rules.opens_at:
         raise Refusal("not_open", "this assignment is not open yet", reopens_at=rules.opens_at)
+    within_time(rules, now)
     if now > rules.closes_at:
         raise Refusal("closed", "this assignment is closed: no more submissions are accepted")
     if rules.attempts is not None and attempts_used >= rules.attempts:
@@ -63,6 +84,14 @@ def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at:
     if last_attempt_at is not None and rules.cooldown and now < last_attempt_at + rules.cooldown:
         raise Refusal("cooling_down", "the next attempt is allowed after a pause",
                       reopens_at=last_attempt_at + rules.cooldown)
+
+
+def within_time(rules: Rules, now: datetime) -> None:
+    """Raise time_up where the student's own time on a timed assignment ran out before the
+    assignment closed (where the close date came first, it is simply closed)."""
+    if now > rules.ends_at and rules.ends_at < rules.closes_at:
+        raise Refusal("time_up", f"your time on this assignment is up: it ended at "
+                                 f"{rules.ends_at.isoformat(timespec='seconds')}", ended_at=rules.ends_at)
 
 
 def is_late(rules: Rules, submitted_at: datetime) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from grader.db import Base
@@ -28,10 +28,17 @@ class LtiKey(Base):
 
 class LtiPlatform(Base):
     """A registered LMS: what an administrator copies from its tool registration. Only
-    ``created_by`` (its owner) or an administrator edits it; the CLI's have no owner."""
+    ``created_by`` (its owner) or an administrator edits it; the CLI's have no owner.
+
+    ``disabled_at``: its launches are refused and nothing is sent to it until enabled again.
+    ``deleted_at``: gone from the pages, its launches refused as from an unknown LMS, its
+    issuer and client id free to be registered anew; the row stays, so that its courses,
+    users and their work (keyed by it) and its history do too."""
 
     __tablename__ = "lti_platforms"
-    __table_args__ = (UniqueConstraint("issuer", "client_id", name="uq_lti_platforms_issuer_client"),)
+    # Unique among the registrations not deleted only (a partial index on both databases).
+    __table_args__ = (Index("uq_lti_platforms_live_issuer_client", "issuer", "client_id", unique=True,
+                            sqlite_where=text("deleted_at IS NULL"), postgresql_where=text("deleted_at IS NULL")),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), default="")
@@ -43,6 +50,23 @@ class LtiPlatform(Base):
     jwks_url: Mapped[str] = mapped_column(String(2000))
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LtiPlatformChange(Base):
+    """One change to a registration, kept for good: ``action`` created, edited, disabled,
+    enabled or deleted; ``fields`` what an edit changed, {field: [before, after]};
+    ``actor_id`` who (None: the command line)."""
+
+    __tablename__ = "lti_platform_changes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(String(20))
+    fields: Mapped[dict] = mapped_column(JSON, default=dict)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
 class LtiResourceLink(Base):

@@ -32,7 +32,7 @@ from grader.courses.models import Course, CourseMember
 from grader.db import now
 from grader.lti import keys, roles
 from grader.lti.models import LtiPlatform, LtiRoster
-from grader.lti.platforms import as_platform, lms_user_id, service_url_ok
+from grader.lti.platforms import as_platform, is_active, lms_user_id, service_url_ok
 from grader.lti.tool import Member, ServiceError, fetch_members
 from grader.tasks import NOTIFY_QUEUE, send_task
 
@@ -46,6 +46,10 @@ _CHUNK = 500  # user keys looked up per query
 class NoRoster(LookupError):
     """The course has no roster to read: a local course, or an LMS that named no
     memberships URL in its launches."""
+
+
+class PlatformOff(NoRoster):
+    """The course's LMS registration is disabled or deleted: nothing is read from it."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +105,10 @@ def enqueue(course_id: int) -> bool:
 
 def sync(course_id: int, *, timeout: float = 10, database_url: str | None = None) -> Synced:
     """Read the course's roster from its LMS and apply it (see the module's text). NoRoster
-    when there is none to read; ServiceError when the LMS failed (recorded on the row, the
-    roster as it was); IntegrityError when a launch made the same user meanwhile (recorded
-    too: trying again finds it)."""
+    when there is none to read (PlatformOff: its LMS's registration is disabled or deleted);
+    ServiceError when the LMS failed (recorded on the row, the roster as it was);
+    IntegrityError when a launch made the same user meanwhile (recorded too: trying again
+    finds it)."""
     with db.transaction(database_url) as session:
         course = session.get(Course, course_id) if 0 < course_id < 2**31 else None
         row = of_course(session, course_id) if course is not None else None
@@ -112,7 +117,11 @@ def sync(course_id: int, *, timeout: float = 10, database_url: str | None = None
         if course.platform_id is None or row is None:
             raise NoRoster(f"course {course_id} has no roster to read: a local course, or one whose LMS named no "
                            f"roster service (Names and Role Provisioning) in its launches")
-        platform = as_platform(session.get(LtiPlatform, course.platform_id))
+        registration = session.get(LtiPlatform, course.platform_id)
+        if not is_active(registration):
+            raise PlatformOff(f"course {course_id}'s LMS registration is "
+                              f"{'deleted' if registration.deleted_at else 'disabled'}: its roster is not read")
+        platform = as_platform(registration)
         key = keys.current_pair(session)
         url = row.memberships_url
     try:

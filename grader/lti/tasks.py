@@ -19,6 +19,9 @@ newer than the pending post.
 A target recorded from a placement without a line item (only the context's container)
 gets its line item here, once: the resource link's, found in the container or created
 there, then stored on the target.
+
+Nothing goes to an LMS whose registration is disabled or deleted (grader.lti.platforms):
+the tasks skip it, saying so in the log, and held scores wait for it to be enabled.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ from grader.catalog.models import Exercise
 from grader import courses
 from grader.courses.models import Assignment, ScoreOverride
 from grader.lti import keys, roster
-from grader.lti.models import LtiGradeTarget, LtiScorePost
-from grader.lti.platforms import as_platform, lms_user
+from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiScorePost
+from grader.lti.platforms import as_platform, is_active, lms_user
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
 from grader import metrics
 from grader.settings import settings
@@ -202,6 +205,8 @@ def publish_score(self, submission_id: str, target_id: int, changed_at: str | No
         target = session.get(LtiGradeTarget, target_id)
         if row is None or target is None or row.status != "graded":
             return "missing"
+        if not is_active(target.platform):
+            return _platform_off(target, submission_id)
         practice = row.assignment_id is None
         if practice and config.lti_score_policy == "latest" and session.scalar(select(func.count()).where(
                 Submission.user_id == row.user_id, Submission.exercise_slug == row.exercise_slug,
@@ -232,6 +237,8 @@ def publish_standing(self, target_id: int, changed_at: str | None = None, releas
         assignment = session.get(Assignment, target.assignment_id) if target and target.assignment_id else None
         if assignment is None:
             return "missing"
+        if not is_active(target.platform):
+            return _platform_off(target, f"the score set by hand of target {target_id}")
         standing = courses.standing(session, assignment, session.get(User, target.user_id))
         if standing.override is None or standing.counted.score is None:
             return "missing"  # nothing set by hand (any more): nothing to send
@@ -246,6 +253,15 @@ def publish_standing(self, target_id: int, changed_at: str | None = None, releas
                         maximum=None if held else float(exercise.max_score or 0),
                         timestamp=stamp, wanted=_wanted(target, exercise))
     return _deliver(self, out, config)
+
+
+def _platform_off(target: LtiGradeTarget, what: str) -> str:
+    """Nothing goes to an LMS whose registration is disabled or deleted. A held score stays
+    marked (release_held passes it by), so that it goes once the registration is enabled."""
+    state = "deleted" if target.platform.deleted_at else "disabled"
+    log.info("LTI score of %s not sent: the registration of %s (platform %s) is %s", what, target.platform.issuer,
+             target.platform_id, state)
+    return "platform_off"
 
 
 def _deliver(task, out: _Outgoing, config) -> str:
@@ -308,8 +324,12 @@ def release_held() -> int:
 
 def _due_targets() -> list[tuple[int, datetime]]:
     with db.transaction() as session:
+        # A disabled (or deleted) registration's targets wait, marked, for it to be enabled.
         return [tuple(row) for row in session.execute(
-            select(LtiGradeTarget.id, LtiGradeTarget.held_until).where(LtiGradeTarget.held_until <= now())
+            select(LtiGradeTarget.id, LtiGradeTarget.held_until)
+            .join(LtiPlatform, LtiPlatform.id == LtiGradeTarget.platform_id)
+            .where(LtiGradeTarget.held_until <= now(), LtiPlatform.disabled_at.is_(None),
+                   LtiPlatform.deleted_at.is_(None))
             .order_by(LtiGradeTarget.held_until).limit(RELEASE_BATCH))]
 
 
@@ -357,6 +377,9 @@ def sync_roster(self, course_id: int) -> str:
     config = settings()
     try:
         result = roster.sync(course_id, timeout=config.http_timeout_s)
+    except roster.PlatformOff as exc:
+        log.info("LTI roster of course %s skipped: %s", course_id, exc)
+        return "platform_off"
     except roster.NoRoster:
         return "missing"
     except (ServiceError, IntegrityError) as exc:

@@ -4,7 +4,7 @@ pylti1p3, so that replacing the library means rewriting this file and nothing el
 What it offers: ``Tool.login()`` (OIDC login initiation), ``Tool.launch()`` (a validated
 launch: its shape (claims.py), state, nonce, signature through the platform's JWKS
 (cached, jwks.py), expiry, registration, deployment; or ``LaunchError``), ``Tool.deep_link_response()``, ``find_or_create_lineitem()``,
-``post_score()`` and ``fetch_members()`` (a course's roster, NRPS).
+``post_score()``, ``fetch_members()`` (a course's roster, NRPS) and ``check_registration()``.
 Nonces, states and launch data live in Redis.
 """
 
@@ -62,13 +62,17 @@ USED_NONCE_SECONDS = 86400  # how long a used nonce is remembered (longer than a
 # What a person is told, by kind of failure: (HTTP status, message). The messages are lazy (this
 # table is built at import, outside any request): each is translated when shown, for its reader.
 PROBLEMS = {
-    "unknown_platform": (400, _("This LMS is not registered with the grader. An instructor registers it "
-                                "under Instructor > LMS platforms (issuer and client id as the LMS shows "
-                                "them).")),
+    "unknown_platform": (400, _("This LMS is not registered with the grader. An instructor or administrator "
+                                "registers it on the grader's LMS platforms page (issuer and client id as the "
+                                "LMS shows them).")),
+    "platform_disabled": (403, _("This LMS's registration with the grader is disabled, so its launches are "
+                                 "refused for now. Whoever manages it can enable it again on the grader's LMS "
+                                 "platforms page.")),
     "unknown_deployment": (403, _("This deployment of the tool is not registered for this LMS. An instructor "
-                                  "adds its deployment id to the platform's registration.")),
+                                  "adds its deployment id to the platform's registration on the grader's LMS "
+                                  "platforms page.")),
     "bad_signature": (403, _("The LMS's launch message is not signed by a key the LMS publishes. Check the "
-                             "platform's JWKS URL in its registration.")),
+                             "JWKS URL of the platform's registration on the grader's LMS platforms page.")),
     "expired_token": (403, _("The launch message has expired. Open the exercise from the LMS again.")),
     "replayed_nonce": (403, _("This launch message was already used. Open the exercise from the LMS again.")),
     "invalid_state": (400, _("This launch does not belong to a sign-in started in this browser. If the "
@@ -114,6 +118,7 @@ class Platform:
     auth_login_url: str
     auth_token_url: str
     jwks_url: str
+    disabled: bool = False  # its launches are refused (grader.lti.platforms)
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,9 @@ class _ToolConf(ToolConfAbstract):
         if len(candidates) != 1:
             raise LaunchError("unknown_platform", f"issuer {iss!r}, client id {client_id!r}: "
                                                   f"{len(candidates)} registrations match")
+        if candidates[0].disabled:
+            raise LaunchError("platform_disabled", f"issuer {iss!r}, client id {client_id!r}: registration "
+                                                   f"{candidates[0].id} is disabled")
         self.platform = candidates[0]
         return self.platform
 
@@ -452,6 +460,61 @@ def post_score(platform: Platform, key: KeyPair, *, lineitem_url: str, user_id: 
     except (LtiException, requests.RequestException, KeyError, ValueError) as exc:
         raise _service_error(exc) from None
     return 200
+
+
+# ------------------------------------------------------------------ checking a registration
+
+@dataclass(frozen=True)
+class Step:
+    """One thing checked of a registration: ``name`` "keyset" or "token"; ``detail`` what
+    was found, or why it failed (never a token or a key's private part)."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def _keyset_step(platform: Platform, timeout: float) -> Step:
+    try:
+        keyset = jwks.parse(_fetch_keyset(platform.jwks_url, timeout))
+    except jwks.KeysetError as exc:
+        return Step("keyset", False, str(exc)[:500])
+    usable = []
+    for entry in keyset["keys"]:
+        try:
+            jwt.PyJWK(entry)
+        except (jwt.PyJWKError, jwt.InvalidKeyError, TypeError, ValueError):
+            continue
+        if entry.get("kty") == "RSA" and isinstance(entry.get("kid"), str) and entry["kid"]:
+            usable.append(entry["kid"])
+    if not usable:  # the library finds a launch's key by its kid, and the LMS signs with RS256
+        return Step("keyset", False, f"{platform.jwks_url} lists {len(keyset['keys'])} keys, none an RSA key "
+                                     f"with a kid to verify launches by")
+    return Step("keyset", True, f"{len(usable)} RSA keys with a kid: " + ", ".join(k[:60] for k in usable[:5]))
+
+
+def _token_step(platform: Platform, key: KeyPair, timeout: float) -> Step:
+    registration = _ToolConf(lambda iss: [platform], key).registration(platform)
+    try:
+        ServiceConnector(registration, _Session(timeout)).get_access_token([SCORE_SCOPE])
+    except LtiServiceException as exc:
+        return Step("token", False, f"{platform.auth_token_url} answered {exc.response.status_code}: "
+                                    f"{plain(exc.response.text)[:300]}")
+    except requests.exceptions.JSONDecodeError:
+        return Step("token", False, f"{platform.auth_token_url} answered with something other than JSON")
+    except requests.RequestException as exc:
+        return Step("token", False, f"{platform.auth_token_url}: {exc}"[:500])
+    except (KeyError, TypeError, ValueError):
+        return Step("token", False, f"{platform.auth_token_url} answered with no access token")
+    return Step("token", True, "an access token for score passback was issued")
+
+
+def check_registration(platform: Platform, key: KeyPair, timeout: float = 10) -> list[Step]:
+    """What the tool can check of a registration from its side (a launch only the LMS
+    can start), each step on its own: the platform's keyset (fetched through the outbound
+    client, a JWKS with a key to verify launches by), and its token URL (a client-credentials
+    token asked for with a JWT signed by the tool's key, as score passback and roster reads ask)."""
+    return [_keyset_step(platform, timeout), _token_step(platform, key, timeout)]
 
 
 # ------------------------------------------------------------------ a course's roster (NRPS)

@@ -23,11 +23,23 @@ def run() -> None:
             context.run_migrations()
         return
     engine = engine_for(url)
+    sqlite = url.startswith("sqlite")
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=Base.metadata,
-                          render_as_batch=url.startswith("sqlite"))
-        with context.begin_transaction():
-            context.run_migrations()
+        if sqlite:
+            # SQLite changes a table by copying it and dropping the old one; with foreign keys
+            # on, that drop deletes every row pointing at it (ON DELETE CASCADE). Off for the
+            # migrations (SQLite ignores the pragma inside a transaction: set it before one).
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
+        try:
+            context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=sqlite)
+            with context.begin_transaction():
+                context.run_migrations()
+        finally:
+            if sqlite:
+                connection.rollback()
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
 
 
 run()

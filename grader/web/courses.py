@@ -79,6 +79,12 @@ def time_left(until: datetime) -> str:
     return _("%(h)d hours %(m)d minutes left", h=hours, m=minutes)
 
 
+def seconds_left(until: datetime) -> int:
+    """Whole seconds from the service's now until ``until`` (0 once past): what a
+    countdown starts from, so that it runs by the service's clock, not the browser's."""
+    return max(0, int((until - now()).total_seconds()))
+
+
 def late_warning(standing) -> str | None:
     """What the submit button's note says before a late submission is sent: how late, and
     what it would cost (None: submitting now is on time)."""
@@ -95,7 +101,7 @@ def late_warning(standing) -> str | None:
 
 
 # Refusals that no wait on this page undoes: the submit button is disabled with the reason.
-BLOCKING = ("no_attempts_left", "closed", "not_open", "not_a_member")
+BLOCKING = ("no_attempts_left", "closed", "not_open", "not_a_member", "time_up")
 
 
 def why(counted, course: Course, override=None) -> str:
@@ -118,8 +124,8 @@ def refusal_text(refusal, course: Course) -> str:
     """An assignment's refusal in words, its times in the course's zone."""
     if refusal.code == "syntax_error":
         return _error_text(refusal)
-    reopens = getattr(refusal, "reopens_at", None)
-    return refused_words(refusal, **({"when": courses.shown(reopens, course)} if reopens else {}))
+    when = getattr(refusal, "reopens_at", None) or getattr(refusal, "ended_at", None)  # time_up: when it ended
+    return refused_words(refusal, **({"when": courses.shown(when, course)} if when else {}))
 
 
 def may_create_courses() -> bool:
@@ -222,7 +228,8 @@ def assignment_create(course_id: int):
                 late_until=_local(form.get("late_until"), zone), late_policy=form.get("late_policy"),
                 late_percent=form.get("late_percent") or None, late_cap=form.get("late_cap") or None,
                 attempts=form.get("attempts") or None, cooldown_minutes=form.get("cooldown_minutes") or None,
-                counts=form.get("counts"), feedback=form.get("feedback"), by=g.user)
+                counts=form.get("counts"), feedback=form.get("feedback"),
+                time_limit_minutes=form.get("time_limit_minutes") or None, by=g.user)
             assignment_id = assignment.id
     except courses.CourseError as exc:
         return _course_page(course_id, error=exc.message, status=422)
@@ -280,6 +287,7 @@ def _assignment_page(assignment_id: int, *, source: str | None = None, error: st
                            staff_error=staff_error, local_input=_local_input,
                            statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
+                           seconds_left=seconds_left,
                            late_warning=late_warning(standing), blocking=BLOCKING,
                            max_bytes=MAX_SOURCE_BYTES), status
 
@@ -297,6 +305,19 @@ def assignment_submit(assignment_id: int):
             _assignment_row, course, _role = _assignment(s, assignment_id)
         return _assignment_page(assignment_id, source=kept, error=refusal_text(exc, course), status=exc.status)
     return redirect(url_for("web.submission", submission_id=taken.id), code=303)
+
+
+@bp.post("/assignments/<int:assignment_id>/start")
+@login_required
+def assignment_start(assignment_id: int):
+    """The student's clock on a timed assignment started (once: pressing it again moves nothing)."""
+    try:
+        with get_db() as s:
+            assignment, course, _role = _assignment(s, assignment_id)
+            courses.starts.start(s, assignment, g.user)
+    except Refused as exc:
+        return _assignment_page(assignment_id, error=refusal_text(exc, course), status=exc.status)
+    return redirect(url_for("web.assignment_page", assignment_id=assignment_id, _anchor="submit-heading"), code=303)
 
 
 errors.refused_forms["web.assignment_submit"] = lambda message: _assignment_page(
@@ -318,7 +339,8 @@ def _student(s, course: Course, user_id: str) -> User:
 def assignment_extension(assignment_id: int):
     return _staff_change(assignment_id, lambda s, assignment, course, student, form: courses.grant_extension(
         s, assignment, student, due_at=_local(form.get("due_at"), courses.zone(course.time_zone)),
-        extra_attempts=form.get("extra_attempts") or None, reason=form.get("reason"), by=_by()))
+        extra_attempts=form.get("extra_attempts") or None, extra_minutes=form.get("extra_minutes") or None,
+        reason=form.get("reason"), by=_by()))
 
 
 @bp.post("/assignments/<int:assignment_id>/overrides")

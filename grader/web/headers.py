@@ -56,7 +56,8 @@ def platform_origins(database_url: str) -> tuple[str, ...]:
     found = set()
     try:
         with db.transaction(database_url) as session:
-            for issuer, login_url in session.execute(select(LtiPlatform.issuer, LtiPlatform.auth_login_url)):
+            for issuer, login_url in session.execute(select(LtiPlatform.issuer, LtiPlatform.auth_login_url)
+                                                        .where(LtiPlatform.deleted_at.is_(None))):
                 for url in (issuer, login_url):
                     origin = _origin(url)
                     if origin:

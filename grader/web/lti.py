@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import (Blueprint, current_app, g, jsonify, redirect, render_template, request, session,
+from flask import (Blueprint, abort, current_app, g, jsonify, redirect, render_template, request, session,
                    url_for)
 from flask_babel import gettext as _
 from sqlalchemy import func, select
@@ -20,7 +20,7 @@ from grader.extensions import get_db
 from grader.lti import keys, platforms, roles, roster
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from grader.lti.tool import (LINEITEM_SCOPE, NRPS_SCOPE, PROBLEMS, SCORE_SCOPE, Launch, LaunchError, LinkItem,
-                              Tool)
+                              Tool, check_registration)
 from grader.settings import settings
 from grader.web.auth import admin_required, login_required, platform_registrar_required
 from grader.web.courses import _course_page, instructor_course
@@ -355,21 +355,41 @@ def roster_sync(course_id: int):
 
 # ------------------------------------------------------------------ instructor pages
 
+FORM_FIELDS = ("name", "issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "jwks_url")
+
+
+def _form() -> dict:
+    return {name: request.form.get(name, "") for name in FORM_FIELDS}
+
+
+def _fields(form: dict) -> dict:
+    """The form's fields as the domain takes them."""
+    return dict(issuer=form["issuer"], client_id=form["client_id"],
+                deployment_ids=platforms.split_ids(form["deployment_ids"]), auth_login_url=form["auth_login_url"],
+                auth_token_url=form["auth_token_url"], jwks_url=form["jwks_url"], name=form["name"])
+
+
+def _serving() -> dict:
+    """The tool's URLs as this request names them, and what keeps an LMS from using them:
+    LMSs call and frame the tool over HTTPS only, and a framed tool's session cookie comes
+    along only as SameSite=None; Secure (GRADER_COOKIE_SECURE)."""
+    public_url = settings().public_url
+    return dict(tool=tool_configuration(request.url_root), over_http=request.scheme != "https",
+                cookie_insecure=not current_app.config.get("SESSION_COOKIE_SECURE"),
+                public_url=public_url, public_url_http=not public_url.startswith("https://"))
+
+
 @bp.route("/instructor/lti/platforms", methods=("GET", "POST"))
 @platform_registrar_required
 def platform_list():
     error, status, form = None, 200, {}
     if request.method == "POST":
-        form = {name: request.form.get(name, "") for name in (
-            "name", "issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "jwks_url")}
+        form = _form()
         try:
             with get_db() as s:
-                platforms.add(s, issuer=form["issuer"], client_id=form["client_id"],
-                              deployment_ids=platforms.split_ids(form["deployment_ids"]),
-                              auth_login_url=form["auth_login_url"], auth_token_url=form["auth_token_url"],
-                              jwks_url=form["jwks_url"], name=form["name"], actor=g.user)
+                platforms.add(s, actor=g.user, **_fields(form))
         except platforms.PlatformError as exc:
-            error, status = _platform_error(exc), 403 if exc.forbidden else 422
+            error, status = _platform_error(exc), _error_status(exc)
             log.warning("LTI platform %s (client %s) refused for user %s: %s", form["issuer"][:200],
                         form["client_id"][:200], g.user.id, exc)
         except IntegrityError:
@@ -379,12 +399,88 @@ def platform_list():
                      g.user.id)
             return redirect(url_for("lti.platform_list"), code=303)
     with get_db() as s:
-        query = select(LtiPlatform).order_by(LtiPlatform.created_at)
-        if not access.is_admin(g.user):  # an instructor sees (and may change) only their own
-            query = query.where(LtiPlatform.created_by == g.user.id)
-        rows = s.scalars(query).all()
+        rows = platforms.listed(s, actor=g.user)  # an instructor sees (and may change) only their own
     return render_template("instructor/lti_platforms.html", platforms=rows, error=error, form=form,
-                           tool=tool_configuration(request.url_root)), status
+                           done=request.args.get("done"), **_serving()), status
+
+
+def _platform_page(platform_id: int, *, status: int = 200, error: str | None = None, form: dict | None = None,
+                   steps: list | None = None):
+    """One registration's page: its fields to edit, enable or disable, delete, check, and its history."""
+    with get_db() as s:
+        try:
+            row = platforms.get(s, platform_id, g.user)
+        except platforms.PlatformError:
+            abort(404)
+        changes = platforms.history(s, [row.id])[row.id]
+        kid = keys.current_pair(s).kid
+    if form is None:
+        form = {name: getattr(row, name) for name in FORM_FIELDS}
+        form["deployment_ids"] = " ".join(row.deployment_ids or [])
+    return render_template("instructor/lti_platform.html", platform=row, changes=changes, form=form, error=error,
+                           steps=steps, done=request.args.get("done"), kid=kid, **_serving()), status
+
+
+@bp.get("/instructor/lti/platforms/<int:platform_id>")
+@platform_registrar_required
+def platform_page(platform_id: int):
+    return _platform_page(platform_id)
+
+
+@bp.post("/instructor/lti/platforms/<int:platform_id>")
+@platform_registrar_required
+def platform_edit(platform_id: int):
+    form = _form()
+    try:
+        with get_db() as s:
+            changed = platforms.edit(s, platform_id, actor=g.user, **_fields(form))
+    except platforms.PlatformError as exc:
+        if exc.missing:
+            abort(404)
+        log.warning("LTI platform %s: change refused for user %s: %s", platform_id, g.user.id, exc)
+        return _platform_page(platform_id, status=_error_status(exc), error=_platform_error(exc), form=form)
+    except IntegrityError:  # registered meanwhile by someone else
+        return _platform_page(platform_id, status=409, form=form,
+                              error=_("Another registration has this issuer and client id."))
+    log.info("LTI platform %s changed by user %s: %s", platform_id, g.user.id, ", ".join(changed) or "nothing")
+    return redirect(url_for("lti.platform_page", platform_id=platform_id, done="saved"), code=303)
+
+
+@bp.post("/instructor/lti/platforms/<int:platform_id>/<any(disable, enable, delete):action>")
+@platform_registrar_required
+def platform_state(platform_id: int, action: str):
+    if action == "delete" and request.form.get("confirm") != "yes":
+        return _platform_page(platform_id, status=422, error=_("Tick the box to confirm the deletion."))
+    try:
+        with get_db() as s:
+            getattr(platforms, action)(s, platform_id, actor=g.user)
+    except platforms.PlatformError:
+        abort(404)
+    log.info("LTI platform %s: %s by user %s", platform_id, action, g.user.id)
+    if action == "delete":
+        return redirect(url_for("lti.platform_list", done="deleted"), code=303)
+    return redirect(url_for("lti.platform_page", platform_id=platform_id, done=action + "d"), code=303)
+
+
+@bp.post("/instructor/lti/platforms/<int:platform_id>/check")
+@platform_registrar_required
+def platform_check(platform_id: int):
+    """What the tool can check of the registration from its side (grader.lti.tool.check_registration);
+    the database is not held while the LMS is called."""
+    with get_db() as s:
+        try:
+            row = platforms.get(s, platform_id, g.user)
+        except platforms.PlatformError:
+            abort(404)
+        target, key = platforms.as_platform(row), keys.current_pair(s)
+    steps = check_registration(target, key, timeout=settings().http_timeout_s)
+    log.info("LTI platform %s checked by user %s: %s", platform_id, g.user.id,
+             "; ".join(f"{step.name} {'ok' if step.ok else 'failed'}" for step in steps))
+    return _platform_page(platform_id, steps=steps)
+
+
+def _error_status(exc: platforms.PlatformError) -> int:
+    return 404 if exc.missing else 403 if exc.forbidden else 409 if exc.field == "taken" else 422
 
 
 def _platform_error(exc: platforms.PlatformError) -> str:
@@ -398,6 +494,7 @@ def _platform_error(exc: platforms.PlatformError) -> str:
         "auth_token_url": _("The access token URL must be an absolute https URL."),
         "jwks_url": _("The JWKS (public keyset) URL must be an absolute https URL."),
         "owner": _("This registration belongs to someone else: only its owner or an administrator changes it."),
+        "taken": _("Another registration has this issuer and client id."),
     }
     if exc.field == "issuer" and exc.forbidden:
         return _("This issuer is registered already: only an administrator adds another client id to it.")

@@ -15,7 +15,7 @@ from grader.refusals import Refused
 from grader.submissions.models import PENDING, PracticeRun
 from grader.web import bp, errors
 from grader.web.auth import login_required
-from grader.web.courses import _assignment, _assignment_page
+from grader.web.courses import _assignment, _assignment_page, refusal_text
 from grader.web.render import localized_tests
 from grader.web.views import _error_text, _exercise_page, courses_of, lang, posted_source, published
 
@@ -62,7 +62,9 @@ def assignment_practice(assignment_id: int):
         taken = courses.take(get_db, who=g.user, target=lambda s: _assignment(s, assignment_id)[0], source=source,
                              practice_run=True)
     except Refused as exc:
-        return _assignment_page(assignment_id, source=kept, error=_error_text(exc), status=exc.status)
+        with get_db() as s:  # the refusal's times in the course's zone
+            course = _assignment(s, assignment_id)[1]
+        return _assignment_page(assignment_id, source=kept, error=refusal_text(exc, course), status=exc.status)
     return redirect(url_for("web.practice_run", run_id=taken.id), code=303)
 
 
