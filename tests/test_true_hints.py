@@ -91,3 +91,40 @@ def test_building_y_is_not_rebuilding_it():
     ]
     assert not any(rebuilds_graph(source, "f") for source in built_once)
     assert all(rebuilds_graph(source, "f") for source in rebuilt)
+
+
+def test_mean_for_sum_only_on_exactly_one_nth():
+    """The 1/n hint needs the ratio to be exactly 1/n of the input's size, and says so
+    beside the exercise's own mistake where both give the same value (n = 2: "half")."""
+    import torch
+
+    from grader.testing.api import Mistake, _first_match, mean_for_sum
+
+    expected = torch.tensor([6.0, -1.5, 0.25, 3.0])
+    mean = mean_for_sum(expected, 4)
+    assert mean.matches(expected / 4, 1e-5, 1e-6)
+    assert not any(mean.matches(expected / k, 1e-5, 1e-6) for k in (1, 2, 3, 5, 10))
+    assert not mean.matches(-expected / 4, 1e-5, 1e-6)
+    assert not mean_for_sum(expected, 1).matches(expected, 1e-5, 1e-6)  # one element: mean is the sum
+    assert not mean_for_sum(torch.zeros(3), 3).matches(torch.zeros(3), 1e-5, 1e-6)  # no ratio at all
+    half = Mistake(expected / 2, "Half the expected gradient", "절반")
+    both = _first_match(expected / 2, [half, mean_for_sum(expected, 2)], 1e-5, 1e-6)
+    assert "Half the expected gradient" in both.en and ".sum()" in both.en and "more than one" in both.en
+    assert _first_match(expected / 2, [half, mean], 1e-5, 1e-6).en == "Half the expected gradient"
+
+
+def test_dtype_hint_only_for_float64_turned_float32():
+    import torch
+
+    from grader.testing import Feedback, expect_close
+
+    x = torch.randn(3, dtype=torch.float64)
+    with pytest.raises(Feedback) as float32:
+        expect_close(x.float(), x, what="v", check_dtype=True)
+    assert "float32 although the input was float64" in float32.value.hint.en
+    with pytest.raises(Feedback) as float16:
+        expect_close(x.half(), x, what="v", check_dtype=True)
+    assert float16.value.hint is None  # not the change the hint names
+    with pytest.raises(Feedback) as own:
+        expect_close(x.float(), x, what="v", check_dtype=True, hint="the test's own")
+    assert own.value.hint.en == "the test's own"

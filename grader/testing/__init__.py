@@ -18,6 +18,7 @@ __all__ = [
     "points", "visible", "hint", "Hint", "Text", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
     "expect_gradient", "expect_no_hand_made_grad", "expect_leaf", "rebuilds_graph", "calls_method",
+    "mean_for_sum",
 ]
 
 

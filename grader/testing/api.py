@@ -45,7 +45,7 @@ from grader.testing.feedback import Feedback, Hint, StudentError, Text, _
 __all__ = [
     "points", "visible", "hint", "Hint", "Text", "Mistake", "Feedback", "StudentError", "Call",
     "expect_close", "expect_true", "hints_for_errors", "describe", "TensorState", "gradcheck_from_values",
-    "expect_gradient", "expect_no_hand_made_grad", "expect_leaf",
+    "expect_gradient", "expect_no_hand_made_grad", "expect_leaf", "mean_for_sum",
 ]
 
 
@@ -72,6 +72,9 @@ class Mistake:
     value: Any  # a tensor, or a callable taking the actual value and returning True
     en: Text | str
     ko: str | None = None
+    # A mistake every exercise may meet (mean_for_sum): where one of the exercise's own
+    # mistakes gives the same value, the hint names both rather than either alone.
+    general: bool = False
 
     @property
     def hint(self) -> Text:
@@ -349,8 +352,9 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
         raise Feedback(_("{what} has shape {shape}; expected {expected}").format(
             what=what, shape=tuple(act.shape), expected=tuple(exp.shape)), _first_match(act, mistakes, rtol, atol) or hint)
     if check_dtype and act.dtype != exp.dtype:
+        changed = act.dtype == torch.float32 and exp.dtype == torch.float64
         raise Feedback(_("{what} has dtype {dtype}; expected {expected}").format(
-            what=what, dtype=act.dtype, expected=exp.dtype), hint)
+            what=what, dtype=act.dtype, expected=exp.dtype), hint or (DTYPE_FLOAT32 if changed else None))
     if act.is_complex() or exp.is_complex() or not act.dtype.is_floating_point and act.dtype != torch.bool:
         a, e = act.to(torch.complex128 if act.is_complex() else torch.float64), exp.to(
             torch.complex128 if act.is_complex() else torch.float64)
@@ -366,13 +370,48 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
 
 
 def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) -> Hint | None:
+    """The hint of the first mistake whose value ``actual`` is; where a general mistake
+    gives the same value as one of the exercise's own, both, said as what they are: two
+    mistakes the value cannot tell apart."""
+    found = []
     for mistake in mistakes:
         try:
             if mistake.matches(actual, rtol, atol):
-                return mistake.hint
+                found.append(mistake)
         except (RuntimeError, TypeError, ValueError):
             continue
-    return None
+    own = [m for m in found if not m.general]
+    general = [m for m in found if m.general]
+    if own and general:
+        return _("This value fits more than one mistake, and the values here cannot tell which:") + \
+            Text("\n- ") + own[0].hint + Text("\n- ") + general[0].hint
+    return found[0].hint if found else None
+
+
+def mean_for_sum(expected: Any, n: int, *, name: str = "x") -> Mistake:
+    """The value a ``.mean()`` gives where the statement asks for a ``.sum()`` over the
+    ``n`` elements of ``name``: exactly ``expected / n``. It matches only for n >= 2 and an
+    ``expected`` that is not all zeros (else the ratio says nothing)."""
+    exp = _as_tensor(expected)
+    exp = torch.as_tensor(expected) if exp is None else exp
+    scaled = exp.double() / n if n >= 2 and bool(exp.ne(0).any()) else None
+
+    def is_mean(actual: torch.Tensor) -> bool:
+        return scaled is not None and tuple(actual.shape) == tuple(scaled.shape) and bool(
+            torch.allclose(actual.double(), scaled, rtol=1e-5, atol=1e-7))
+
+    text = _("This is exactly 1/{n} of the expected value, and {n} is the number of elements of {name}: "
+             ".mean() divides by the number of elements where the statement asks for .sum(). "
+             "Add the elements up with .sum().").format(n=n, name=name)
+    return Mistake(is_mean, text, general=True)
+
+
+# The dtype of what was handed in is the dtype expected back; a float32 result from a float64
+# input was converted on the way.
+DTYPE_FLOAT32 = _("The result is float32 although the input was float64: somewhere a float32 tensor was made "
+                  "(torch.zeros, torch.ones or torch.tensor without dtype=, or .float()) and the values were "
+                  "converted to it. Make new tensors with the input's dtype (dtype=x.dtype, torch.zeros_like(x)) "
+                  "and do not convert.")
 
 
 def gradcheck_from_values(plus: Iterable, minus: Iterable, rows: Iterable, *, eps: float,

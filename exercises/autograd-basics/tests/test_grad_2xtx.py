@@ -1,7 +1,7 @@
 import torch
 
 from grader.testing import (Mistake, expect_close, expect_gradient, expect_leaf, expect_no_hand_made_grad,
-                            points, visible)
+                            mean_for_sum, points, visible)
 
 
 def mistakes(x):
@@ -15,6 +15,7 @@ def mistakes(x):
                 "기대값의 절반입니다. y = 2·xᵀx의 계수 2가 빠졌습니다."),
         Mistake(lambda t: t.dim() == 0, "You returned the value of y, a scalar. Return x.grad, the gradient.",
                 "y의 값(스칼라)을 반환했습니다. 기울기인 x.grad를 반환하세요."),
+        mean_for_sum(4 * x, x.numel()),  # xᵀx as (x * x).mean(): 4x/n
     ]
 
 

@@ -1,7 +1,7 @@
 import torch
 
 from grader.testing import (Hint, Mistake, StudentError, calls_method, expect_close, expect_gradient, expect_leaf,
-                            points, visible)
+                            mean_for_sum, points, visible)
 
 
 def partial_mistakes(x):
@@ -20,6 +20,7 @@ def partial_mistakes(x):
                 "2x²이 나왔습니다. 엉뚱한 텐서를 분리했습니다. z = y * x.detach()는 따로 곱한 x에서 "
                 "기울기를 끊고 y = x·x 쪽으로는 흘려보냅니다. x가 아니라 y를 분리하세요: "
                 "u = y.detach(), z = u * x."),
+        mean_for_sum(x * x, x.numel()),  # z.mean() for z.sum(): x²/n
     ]
 
 
@@ -50,6 +51,7 @@ def source_mistakes(x):
                 "backpropagated.",
                 "x.grad가 모두 0입니다. 비우기는 했지만 y.sum().backward()가 기울기를 더하지 않았습니다. "
                 "detach()는 새 텐서 u를 만들 뿐 y와 그 그래프는 그대로 두므로 y로 역전파할 수 있습니다."),
+        mean_for_sum(2 * x, x.numel()),  # y.mean() for y.sum(): 2x/n
     ]
 
 

@@ -1,7 +1,8 @@
 import torch
 
 from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf,
-                            expect_no_hand_made_grad, hints_for_errors, points, rebuilds_graph, visible)
+                            expect_no_hand_made_grad, hints_for_errors, mean_for_sum, points, rebuilds_graph,
+                            visible)
 
 RETAIN_GRAPH = Hint("The second backward() ran through a graph that the first one had already freed: as it "
                     "goes, backward() releases the values the graph saved for it (here x, kept by x ** 3). "
@@ -53,6 +54,7 @@ def mistakes(x):
         Mistake(lambda t: t.dim() == 0,
                 "You returned a scalar, the value of y. Return x.grad, the accumulated gradient.",
                 "스칼라인 y의 값을 반환했습니다. 누적된 기울기인 x.grad를 반환하세요."),
+        mean_for_sum(6 * x ** 2, x.numel()),  # y = (x ** 3).mean(): each pass adds 3x²/n
     ]
 
 

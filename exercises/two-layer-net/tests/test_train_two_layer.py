@@ -49,6 +49,13 @@ GRAPH = Hint("The losses you returned are tensors that still carry their graph: 
              "반환한 손실이 아직 그래프를 달고 있는 텐서입니다. loss.item() 대신 loss를 넣으면 리스트가 살아 "
              "있는 동안 모든 단계의 그래프 전체가 메모리에 남습니다. 일반 float인 loss.item()을 넣으세요.")
 
+ASCENT = Hint("The weights moved up the gradient, exactly opposite to gradient descent: the update adds "
+              "learning_rate * grad (w1 += ...) where it must subtract it, so every step makes the loss larger. "
+              "Update with w1 -= learning_rate * w1.grad, and the same for w2.",
+              "가중치가 기울기를 거슬러 올라갔습니다. 경사 하강과 정확히 반대 방향입니다. 갱신에서 "
+              "learning_rate * grad를 빼야 하는데 더해서(w1 += ...) 단계마다 손실이 커집니다. "
+              "w1 -= learning_rate * w1.grad로 갱신하고 w2도 같게 하세요.")
+
 A_LIST = Hint("Return a Python list with one float per step (loss.item() gives a float).",
               "단계마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
 
@@ -70,12 +77,13 @@ def make_setup(n, d_in, hidden, d_out, learning_rate, steps, dtype=torch.float32
                 learning_rate=learning_rate, steps=steps)
 
 
-def trusted_run(setup, *, zero=True, steps=None):
-    """The reference loop, run here on copies: losses (float64), trained w1, trained w2."""
+def trusted_run(setup, *, zero=True, steps=None, ascent=False):
+    """The reference loop, run here on copies: losses (float64), trained w1, trained w2.
+    ``ascent``: each update adds learning_rate * grad (+=), the exact negation of the step."""
     x, y = setup["x"], setup["y"]
     w1 = setup["w1"].clone().requires_grad_()
     w2 = setup["w2"].clone().requires_grad_()
-    lr = setup["learning_rate"]
+    lr = -setup["learning_rate"] if ascent else setup["learning_rate"]
     losses = []
     for _ in range(setup["steps"] if steps is None else steps):
         loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
@@ -128,12 +136,13 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
     steps = setup["steps"]
     expected, ref_w1, ref_w2 = trusted_run(setup)
     no_zero = trusted_run(setup, zero=False)
+    ascent = trusted_run(setup, ascent=True)
     longer = trusted_run(setup, steps=steps + 1)[0][1:]
     frozen = expected[:1].repeat(steps)
     if losses:
         got = as_losses(call.value, steps)
         mistakes = [Mistake(frozen, FROZEN.en, FROZEN.ko), Mistake(longer, AFTER_UPDATE.en, AFTER_UPDATE.ko),
-                    Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko)]
+                    Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko), Mistake(ascent[0], ASCENT.en, ASCENT.ko)]
         expect_close(got, expected, what="the losses", rtol=1e-4, atol=1e-5, mistakes=mistakes)
     if weights:
         for index, name, initial, reference in ((2, "w1", setup["w1"], ref_w1), (3, "w2", setup["w2"], ref_w2)):
@@ -143,7 +152,8 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
             # (or gradients zeroed before it) leaves zeros there.
             stuck = FROZEN if grad is not None and not bool(grad.abs().sum()) else REBOUND
             mistakes = [Mistake(initial, stuck.en, stuck.ko),
-                        Mistake(no_zero[index - 1], NO_ZERO.en, NO_ZERO.ko)]
+                        Mistake(no_zero[index - 1], NO_ZERO.en, NO_ZERO.ko),
+                        Mistake(ascent[index - 1], ASCENT.en, ASCENT.ko)]
             expect_close(after, reference, what=f"{name} after the call", rtol=1e-4, atol=1e-5,
                          mistakes=mistakes, check_dtype=check_dtype)
             expect_leaf(after, name, hint=STILL_LEAF)

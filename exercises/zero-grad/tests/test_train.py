@@ -38,6 +38,11 @@ SUMMED = Hint("Each epoch's value is the sum of its batch losses. Return the mea
               "epoch마다 반환한 값이 배치 손실의 합입니다. 평균을 반환하세요: loss.item()의 합을 배치 "
               "개수로 나누세요.")
 
+LAST_BATCH = Hint("Each epoch's value is the loss of its last batch only. Return the mean of all the epoch's "
+                  "batch losses: add up loss.item() over the batches and divide by the number of batches.",
+                  "epoch마다 반환한 값이 마지막 배치의 손실뿐입니다. 그 epoch의 모든 배치 손실의 평균을 "
+                  "반환하세요: 배치마다 loss.item()을 더하고 배치 개수로 나누세요.")
+
 PER_BATCH = Hint("train() returned one loss per batch. Return one number per epoch: the mean of that "
                  "epoch's batch losses.",
                  "train()이 배치마다 손실을 하나씩 반환했습니다. epoch마다 숫자 하나, 즉 그 epoch 배치 "
@@ -71,9 +76,10 @@ def make_setup(samples, features, outputs, batch_size, lr, momentum, epochs, see
     return setup
 
 
-def trusted_run(setup, *, zero_grad="batch", step=True):
+def trusted_run(setup, *, zero_grad="batch", step=True, report="mean"):
     """The training loop, run here; zero_grad is "batch", "epoch", "after_backward",
-    "after_step" or None."""
+    "after_step" or None; report "mean" (each epoch's mean batch loss) or "last" (its
+    last batch's loss)."""
     torch.manual_seed(setup["seed"])
     inputs, targets = setup["inputs"], setup["targets"]
     model = torch.nn.Linear(inputs.shape[1], targets.shape[1])
@@ -100,7 +106,7 @@ def trusted_run(setup, *, zero_grad="batch", step=True):
             if zero_grad == "after_step":
                 optimizer.zero_grad()
             losses.append(loss.item())
-        means.append(sum(losses) / len(losses))
+        means.append(losses[-1] if report == "last" else sum(losses) / len(losses))
     return torch.tensor(means, dtype=torch.float64), model.weight.detach(), model.bias.detach()
 
 
@@ -157,6 +163,7 @@ def check_training(student, setup):
     no_zero = trusted_run(setup, zero_grad=None)
     per_epoch = trusted_run(setup, zero_grad="epoch")
     frozen = trusted_run(setup, step=False)
+    last = trusted_run(setup, report="last")[0]
     late = [Mistake(v, AFTER_STEP.en, AFTER_STEP.ko) for v in trusted_run(setup, zero_grad="after_step")] \
         if setup.get("stale") is not None else [None] * 3
     stuck = why_unmoved(result.get("trace"))
@@ -165,6 +172,8 @@ def check_training(student, setup):
                      Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko),
                      Mistake(per_epoch[0], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
                      ] + unmoved(0) + [m for m in late[:1] if m]
+    if batches > 1:  # with one batch the last batch's loss is the mean
+        loss_mistakes.append(Mistake(last, LAST_BATCH.en, LAST_BATCH.ko))
     expect_close(losses, expected, what="the losses train() returned", rtol=1e-4, atol=1e-6,
                  mistakes=loss_mistakes)
     for name, actual, ref, index in (("weight", weight, ref_weight, 1), ("bias", bias, ref_bias, 2)):
