@@ -26,7 +26,7 @@ import sys
 import time
 import traceback
 
-from . import walls
+from . import first_use, walls
 from .walls import IN_SANDBOX, SCRATCH
 
 WORK = os.path.join(SCRATCH, "work")
@@ -117,19 +117,7 @@ def _write_files(files: dict) -> None:
 
 
 def _warm_up() -> None:
-    import torch
-    import torch.nn.functional  # noqa: F401
-    import torch.optim  # noqa: F401
-    import torch.autograd.functional  # noqa: F401
-    x = torch.ones(3, requires_grad=True)
-    (2 * x @ x).backward()
-    # An optimizer's first zero_grad()/step() imports torch._dynamo (~1.5 s): pay it here.
-    model = torch.nn.Linear(2, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    optimizer.zero_grad()
-    torch.nn.functional.mse_loss(model(torch.ones(1, 2)), torch.zeros(1, 1)).backward()
-    optimizer.step()
-    torch.optim.Adam(model.parameters()).step()
+    first_use.pay()
 
 
 def _reset() -> None:

@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grader import protocol
-from grader.inside import seccomp, walls, wire
+from grader.inside import first_use, seccomp, walls, wire
 from grader.inside.walls import IN_SANDBOX, SCRATCH
 
 BUNDLE = os.path.join(SCRATCH, "bundle")
@@ -85,6 +85,7 @@ def _warm_up() -> None:
 
     from grader.testing import harness
 
+    first_use.pay()  # hidden tests train models too (a reference run beside the student's)
     folder = Path(SCRATCH) / "warm-up"
     (folder / "tests").mkdir(parents=True, exist_ok=True)
     (folder / "tests" / "test_warm_up.py").write_text(WARM_UP_SUITE)
