@@ -63,11 +63,11 @@ CODES: dict[str, Code] = {
     "syntax_error": Code(422, _("Your code has a syntax error on line %(line)d: %(reason)s. Nothing was submitted; "
                                 "no attempt was used.")),
     "unknown_exercise": Code(422),
-    # An assignment's rules, now (the pages say when in the course's time)
-    "not_open": Code(409, _("This assignment opens at %(when)s.")),
+    # An assignment's rules, now (the pages say when in the course's time, and how long until then)
+    "not_open": Code(409, _("This assignment opens at %(when)s, in %(wait)s.")),
     "closed": Code(409, _("This assignment is closed: submissions are no longer accepted.")),
     "no_attempts_left": Code(409, _("You have used all %(n)d attempts.")),
-    "cooling_down": Code(429, _("Wait until %(when)s before your next attempt.")),
+    "cooling_down": Code(429, _("Wait %(wait)s, until %(when)s, before your next attempt.")),
     "time_up": Code(409, _("Your time on this assignment is up (it ended at %(when)s): submissions are no longer "
                            "accepted.")),
     "not_a_member": Code(422, _("You are not a member of this course.")),

@@ -14,8 +14,9 @@ from datetime import datetime
 
 import pytest
 
-from grader import clock, db
+from grader import clock, courses, db
 from grader.accounts import users
+from grader.courses.models import Assignment
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
 from tests.mailbox import queued_mail
@@ -46,7 +47,7 @@ def scores(client, key, course_id) -> dict:
 
 # ------------------------------------------------------------------ the API
 
-def test_extensions_are_listed_changed_and_revoked_through_the_api(client, key, course, redis):
+def test_extensions_are_listed_changed_and_revoked_through_the_api(client, key, course, redis, database_url):
     _, assignment = course
     url = f"/api/v1/assignments/{assignment}/extensions"
     assert client.get(url, headers=key).get_json() == {"assignment": assignment, "extensions": []}
@@ -72,6 +73,10 @@ def test_extensions_are_listed_changed_and_revoked_through_the_api(client, key, 
     revoked = client.delete(f"{url}/{ada_id}", headers=key)
     assert revoked.status_code == 204 and revoked.get_data() == b""
     assert client.get(url, headers=key).get_json()["extensions"] == []
+    with db.transaction(database_url) as s:  # kept in the assignment's history, with who took it back
+        [(gone, student)] = courses.list_revoked(s, s.get(Assignment, assignment))
+        assert (student.id, gone.kind, gone.extra_attempts, gone.reason) == (ada_id, "extension", 2, "still ill")
+        assert gone.granted_by == changed["granted_by"] and gone.revoked_by.startswith("API key ")
     [(announced_assignment, announced_user, _at)] = standing_changes(redis)  # as after a grant
     assert (announced_assignment, announced_user) == (assignment, ada_id)
     assert_error(client.delete(f"{url}/{ada_id}", headers=key), 404, "extension_not_found")
@@ -232,3 +237,46 @@ def test_staff_list_change_and_revoke_scores_set_by_hand_on_the_assignments_page
     assert "5.5" not in ada.get(url).get_data(as_text=True) and "set by hand" not in ada.get(url).get_data(as_text=True)
     assert len(standing_changes(redis)) == 1
     assert _post(prof, url, f"/overrides/{ada_id}/revoke").status_code == 404
+
+
+def test_revoked_extensions_and_scores_leave_the_listings_and_are_kept_with_who_and_when(page, ada, database_url,
+                                                                                         redis):
+    prof, url, ada_id = page
+    assert "Nothing has been revoked." in prof.get(url).get_data(as_text=True)
+    with clock.travel(DUE - DAY):
+        assert _post(prof, url, "/extensions", student=ada_id, due_at="2026-12-11T23:59", extra_attempts="2",
+                     reason="ill").status_code == 303
+        assert _post(prof, url, "/overrides", student=ada_id, score="5", reason="oral exam").status_code == 303
+    with clock.travel(DUE + HOUR):  # within her extension
+        sent = ada.post(f"{url}/submissions", data={"source": GOOD, "csrf_token": token(ada, url)},
+                        content_type="multipart/form-data")
+    assert sent.status_code == 303
+    with db.transaction(database_url) as s:
+        row = s.query(Submission).one()
+        row.status, row.score, row.max_score = "graded", 6.0, 6.0
+    with clock.travel(DUE + 2 * DAY):
+        assert "5 / 6" in ada.get(url).get_data(as_text=True)  # the score set by hand counts
+
+    with clock.travel(DUE + 2 * HOUR):
+        assert _post(prof, url, f"/overrides/{ada_id}/revoke").status_code == 303
+    with clock.travel(DUE + 3 * HOUR):
+        assert _post(prof, url, f"/extensions/{ada_id}/revoke").status_code == 303
+    html = prof.get(url).get_data(as_text=True)
+    assert "No student has an extension." in html and "No score is set by hand." in html
+    history = _table(html, "revoked-heading")
+    extension, override = re.findall(r"<tr><td>ada \(ada@example.org\)</td>.*?</tr>", history)  # latest first
+    assert ("<td>extension: due 2026-12-11 23:59 KST (Asia/Seoul); 2 extra attempts</td><td>ill</td>"
+            "<td>prof@example.org</td><td>2026-12-09 23:59 KST (Asia/Seoul)</td>"
+            "<td>prof@example.org</td><td>2026-12-11 02:59 KST (Asia/Seoul)</td>") in extension
+    assert ("<td>score 5</td><td>oral exam</td><td>prof@example.org</td><td>2026-12-09 23:59 KST (Asia/Seoul)</td>"
+            "<td>prof@example.org</td><td>2026-12-11 01:59 KST (Asia/Seoul)</td>") in override
+    assert len(standing_changes(redis)) >= 2
+    # Her standing is counted again without either: an hour late, 20% off.
+    with clock.travel(DUE + 2 * DAY):
+        mine = ada.get(url).get_data(as_text=True)
+    assert "4.8 / 6" in mine and "late: 20% taken off (from 6)" in mine
+    assert "Your extension" not in mine and "revoked-heading" not in mine  # the history is the staff's
+    # Granted again, it is live again; the history keeps the revoked one.
+    assert _post(prof, url, "/overrides", student=ada_id, score="4", reason="second look").status_code == 303
+    html = prof.get(url).get_data(as_text=True)
+    assert "second look" in _table(html, "overrides-heading") and "oral exam" in _table(html, "revoked-heading")

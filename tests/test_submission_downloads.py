@@ -1,6 +1,6 @@
 """The instructor's desk: every gradebook cell leads to that student's submissions to that
 assignment, the total says what it is out of, and an assignment's submissions come as one
-zip (a folder per student, each attempt's source and report, index.csv) from its page, the
+zip (a folder per student, each attempt's source, report and staff comments, index.csv) from its page, the
 gradebook, the API and `grader gradebook submissions`, each the same archive. The class is
 made by hand: reports written as the worker stores them, no sandbox. The service's clock
 is fixed."""
@@ -27,7 +27,7 @@ from grader.accounts import keys, users
 from grader.accounts.models import User
 from grader.cli import main
 from grader.courses.gradebook import gradebook
-from grader.courses.models import Assignment, Course
+from grader.courses.models import Assignment, Course, SubmissionComment
 from grader.submissions.models import Submission
 from tests.forms import sign_in
 from tests.test_analytics import EVERY, VISIBLE, report
@@ -59,6 +59,14 @@ SUBMITTED = {
     "kim@uni.edu": [(-DAY + HOUR, "graded", crashed(), NOTEBOOK_MAP), (DAY, "graded", report({VISIBLE}), None)],
     "prof@uni.edu": [(-DAY, "graded", report(EVERY), None)],
 }
+# What staff said of which attempt (its student, its index in SUBMITTED): (line, body, author),
+# in the order they were made; the zip gives the overall ones first, then by line.
+COMMENTS = {
+    ("ada@uni.edu", 1): [(3, "Line 3 could use x.grad directly.", "Tess"),
+                         (None, "Well done: every gradient right.\n두 번째 줄도 있습니다.", "Prof"),
+                         (1, "A clear name.", "Tess")],
+    ("kim@uni.edu", 0): [(1, "Cell 3 never defines y.", "Tess")],
+}
 
 
 @pytest.fixture
@@ -85,11 +93,15 @@ def desk(app, basics, database_url, monkeypatch):
                                                due_at=DUE.isoformat(), late_until=(DUE + 2 * DAY).isoformat(),
                                                late_policy="per_day", late_percent=10)
         for email, made in SUBMITTED.items():
-            for offset, status, graded, notebook in made:
-                s.add(Submission(user_id=people[email].id, exercise_slug="autograd-basics", exercise_version=1,
+            for n, (offset, status, graded, notebook) in enumerate(made):
+                s.add(sub := Submission(user_id=people[email].id, exercise_slug="autograd-basics", exercise_version=1,
                                  assignment_id=assignment.id, source=f"def grad_2xtx(x):  # {email} {offset}\n",
                                  status=status, created_at=DUE + offset, notebook=notebook,
                                  score=graded and graded["score"], max_score=graded and 6.0, report=graded))
+                s.flush()
+                for k, (line, body, author) in enumerate(COMMENTS.get((email, n), [])):
+                    s.add(SubmissionComment(submission_id=sub.id, author_name=author, line=line, body=body,
+                                            told=True, created_at=NOW - DAY + k * HOUR))
         courses.set_override(s, assignment, people["bo@uni.edu"], score=5, reason="oral exam", by="prof@uni.edu")
         return {"course": course.id, "other": other.id, "assignment": assignment.id, "key": secret,
                 "users": {email.split("@")[0]: user.id for email, user in people.items()}}
@@ -136,6 +148,15 @@ def the_archive_is_the_class(archive: zipfile.ZipFile, index: list[dict], desk, 
             folder = folders[row["student"].split("@")[0]]
             assert row["source"] == f"{folder}/attempt-{row['attempt']}.py"
             assert archive.read(row["source"]).decode() == sub.source
+            said = COMMENTS.get((row["student"], int(row["attempt"]) - 1))
+            if said is None:  # no comment, no comment files
+                assert (row["comments"], row["comments_json"], row["comments_text"]) == ("0", "", "")
+                assert not any(name.startswith(f"{folder}/attempt-{row['attempt']}.comments")
+                               for name in archive.namelist())
+            else:
+                assert row["comments"] == str(len(said))
+                assert row["comments_json"] == f"{folder}/attempt-{row['attempt']}.comments.json"
+                assert row["comments_text"] == f"{folder}/attempt-{row['attempt']}.comments.txt"
             if sub.report is None:
                 assert row["report_json"] == row["report_text"] == ""
             else:
@@ -147,9 +168,22 @@ def the_archive_is_the_class(archive: zipfile.ZipFile, index: list[dict], desk, 
     crash = json.loads(archive.read(f"{folders['kim']}/attempt-1.report.json"))
     assert "line 2 (cell 3, line 2)" in crash["message"] and crash["notebook"]["cells"][0]["cell"] == 3
     full = archive.read(f"{folders['ada']}/attempt-2.report.txt").decode()
-    assert full.startswith("autograd-basics v1: 6/6 points  [graded")
-    assert ("PASS 4x를 반환" if lang == "ko" else "PASS returns 4x") in full
+    assert full.startswith("autograd-basics v1: " + ("6/6점  [채점됨" if lang == "ko" else "6/6 points  [graded"))
+    assert ("통과 4x를 반환" if lang == "ko" else "PASS returns 4x") in full
     assert json.loads(archive.read(f"{folders['ada']}/attempt-2.report.json"))["score"] == 6
+    # Staff comments beside the attempt: overall first, then by line; each with its author and time.
+    said = json.loads(archive.read(f"{folders['ada']}/attempt-2.comments.json"))
+    assert [(c["line"], c["author"], c["body"]) for c in said] == [
+        (None, "Prof", "Well done: every gradient right.\n두 번째 줄도 있습니다."),
+        (1, "Tess", "A clear name."), (3, "Tess", "Line 3 could use x.grad directly.")]
+    assert [datetime.fromisoformat(c["created_at"]) for c in said] == [NOW - DAY + k * HOUR for k in (1, 2, 0)]
+    assert all(c["created_at"].endswith("+09:00") for c in said)
+    text = archive.read(f"{folders['ada']}/attempt-2.comments.txt").decode()
+    assert text.startswith("on the whole submission, by Prof at 2026-12-13T00:59:00+09:00:\n"
+                           "  Well done: every gradient right.\n  두 번째 줄도 있습니다.\n\n")
+    assert "on line 3, by Tess at 2026-12-12T23:59:00+09:00:\n  Line 3 could use x.grad directly.\n" in text
+    assert [c["body"] for c in json.loads(archive.read(f"{folders['kim']}/attempt-1.comments.json"))] == [
+        "Cell 3 never defines y."]
 
 
 # ------------------------------------------------------------------ the gradebook
@@ -176,6 +210,26 @@ def test_each_gradebook_cell_leads_to_that_students_submissions_and_the_total_sa
     # Every submission link on a student's page opens for the course's staff.
     for sub in hers:
         assert prof.get(f"/submissions/{sub}").status_code == 200
+
+
+def test_a_students_work_page_counts_each_attempts_comments_and_leads_to_them(app, desk, database_url):
+    ids = desk["users"]
+    with db.transaction(database_url) as s:
+        hers = s.scalars(select(Submission.id).where(Submission.user_id == ids["ada"])
+                         .order_by(Submission.created_at)).all()
+    tess = signed_in(app, "tess@uni.edu")  # the TA
+    page = tess.get(f"/assignments/{desk['assignment']}/students/{ids['ada']}").get_data(as_text=True)
+    rows = {int(n): re.sub(r">\s+<", "><", row) for n, row in
+            re.findall(r"<tr><td>(\d+)</td>(.*?)</tr>", page, re.S)}
+    assert sorted(rows) == [1, 2, 3]
+    link = f'<a href="/submissions/{hers[1]}#comments">3<span class="visually-hidden"> comments on attempt 2'
+    assert link in rows[2]
+    assert rows[1].endswith("<td>0</td>") and rows[3].endswith("<td>0</td>")
+    assert "#comments" not in rows[1] + rows[3]
+    shown = tess.get(f"/submissions/{hers[1]}").get_data(as_text=True)
+    assert 'id="comments"' in shown and "Well done: every gradient right." in shown
+    kim = tess.get(f"/assignments/{desk['assignment']}/students/{ids['kim']}").get_data(as_text=True)
+    assert ">1<span class=\"visually-hidden\"> comments on attempt 1" in kim
 
 
 def test_the_csv_and_json_say_what_the_total_is_out_of(app, desk):

@@ -24,8 +24,8 @@ domain's face; the modules above are where each rule is written once.
 """
 
 from grader.courses.assignments import (STANDING_TASK, announce_standing, course_of, create_assignment,
-                                        extension_of, grant_extension, list_extensions, list_overrides, override_of,
-                                        revoke_extension, revoke_override, rules_of, set_override)
+                                        extension_of, grant_extension, list_extensions, list_overrides, list_revoked,
+                                        override_of, revoke_extension, revoke_override, rules_of, set_override)
 from grader.courses.counting import (COUNTED_STATUSES, Standing, counted, exercise_held_until,
                                      feedback_held_until, practice, release_of, standing, submit)
 from grader.courses import exercises, starts
@@ -39,7 +39,7 @@ from grader.courses.visibility import Seen, held_report, seen
 
 __all__ = [
     "STANDING_TASK", "announce_standing", "course_of", "create_assignment", "extension_of", "grant_extension",
-    "list_extensions", "list_overrides", "revoke_extension", "revoke_override", "override_of", "rules_of",
+    "list_extensions", "list_overrides", "list_revoked", "revoke_extension", "revoke_override", "override_of", "rules_of",
     "set_override", "exercises", "starts", "COUNTED_STATUSES", "Standing", "counted", "exercise_held_until",
     "feedback_held_until", "practice", "release_of", "standing", "submit", "CourseError", "MAX_ROSTER_LINES",
     "RosterResult", "course_by_id",

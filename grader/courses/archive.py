@@ -1,7 +1,9 @@
 """An assignment's submissions as one zip, for its staff: a folder per student with every
 attempt (the source graded, as ``attempt-<n>.py``; a notebook's is the Python made of its
 code cells) and its report as JSON and as text, the way the API and ``grader grade`` give
-them (grader.report_text); ``index.csv`` at the top lists each attempt with what the gradebook says of it.
+them (grader.report_text); where staff commented on an attempt, its comments beside it as
+JSON and as text (``attempt-<n>.comments.json``, ``.comments.txt``: held ones too, since the zip
+is the staff's); ``index.csv`` at the top lists each attempt with what the gradebook says of it.
 
 Staff see everything of their course's work (grader.courses.visibility), so nothing is held
 here; who may ask for the zip is each surface's staff rule. The zip is written as it is
@@ -28,7 +30,7 @@ from grader.courses import rules as course_rules
 from grader.courses.assignments import course_of, rules_of
 from grader.courses.fields import CourseError
 from grader.courses.gradebook import gradebook, who
-from grader.courses.models import Assignment, Course
+from grader.courses.models import Assignment, Course, SubmissionComment
 from grader.courses.times import aware, iso, zone
 from grader.db import now
 from grader import report_text
@@ -38,7 +40,8 @@ from grader.submissions.models import Submission
 
 INDEX = "index.csv"
 INDEX_HEADER = ["student", "name", "user_id", "attempt", "submission", "submitted_at", "status", "score",
-                "max_score", "counted", "late", "source", "report_json", "report_text"]
+                "max_score", "counted", "late", "source", "report_json", "report_text", "comments",
+                "comments_json", "comments_text"]
 _UNSAFE = re.compile(r"[^\w@.+-]+")  # \w: letters and digits of any language, and "_"
 _LONGEST = 60  # characters of a name kept in a folder's or a file's name
 
@@ -90,6 +93,7 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
     counting = {row.user.id: row.cells[assignment.id].counted.submission_id for row in book.rows
                 if row.cells[assignment.id].counted.how != "override"}
     tz = zone(course.time_zone)
+    said = _comments(session, assignment)
     made: dict[int, int] = {}
     lines = []
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -114,6 +118,13 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
                 as_json = {**located, **({"notebook": described} if described else {})}
                 _write(archive, json_path, json.dumps(as_json, ensure_ascii=False, indent=2) + "\n", submitted)
                 _write(archive, text_path, report_text.render(located, lang) + "\n", submitted)
+            comments_json = comments_text = ""
+            if said.get(sub.id):
+                comments_json = f"{folder}/attempt-{attempt}.comments.json"
+                comments_text = f"{folder}/attempt-{attempt}.comments.txt"
+                _write(archive, comments_json, json.dumps([_comment_dict(c, course) for c in said[sub.id]],
+                                                          ensure_ascii=False, indent=2) + "\n", submitted)
+                _write(archive, comments_text, _comments_text(said[sub.id], course), submitted)
             rules = rules_of(assignment, row.cells[assignment.id].extension)
             lines.append([who(row.user), row.user.name, row.user.id, attempt, sub.id,
                           iso(sub.created_at, course), sub.status,
@@ -121,10 +132,35 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
                           "" if sub.max_score is None else f"{sub.max_score:g}",
                           "yes" if counting.get(sub.user_id) == sub.id else "no",
                           "yes" if course_rules.is_late(rules, aware(sub.created_at)) else "no",
-                          source, json_path, text_path])
+                          source, json_path, text_path, len(said.get(sub.id, ())), comments_json, comments_text])
             session.expunge(sub)  # done with it: its source and report need not stay in memory
         _write(archive, INDEX, csv_text(INDEX_HEADER, lines), aware(now()).astimezone(tz))
     return Archived(students=len(made), attempts=len(lines))
+
+
+def _comments(session: Session, assignment: Assignment) -> dict[str, list[SubmissionComment]]:
+    """Every comment on the assignment's submissions, by submission, in the order the
+    submission page shows them (overall ones first, then by line, then as made)."""
+    found: dict[str, list[SubmissionComment]] = {}
+    for comment in session.scalars(
+            select(SubmissionComment).join(Submission, Submission.id == SubmissionComment.submission_id)
+            .where(Submission.assignment_id == assignment.id)
+            .order_by(SubmissionComment.submission_id, SubmissionComment.line.is_not(None), SubmissionComment.line,
+                      SubmissionComment.created_at, SubmissionComment.id)):
+        found.setdefault(comment.submission_id, []).append(comment)
+    return found
+
+
+def _comment_dict(comment: SubmissionComment, course: Course) -> dict:
+    return {"id": comment.id, "line": comment.line, "author": comment.author_name,
+            "created_at": iso(comment.created_at, course), "body": comment.body}
+
+
+def _comments_text(comments: list[SubmissionComment], course: Course) -> str:
+    blocks = [f"{'on the whole submission' if c.line is None else f'on line {c.line}'}, by {c.author_name or '?'}"
+              f" at {iso(c.created_at, course)}:\n" + "\n".join("  " + line for line in c.body.split("\n"))
+              for c in comments]
+    return "\n\n".join(blocks) + "\n"
 
 
 def spooled_submissions_zip(session: Session, assignment: Assignment, *, lang: str = "en"

@@ -19,7 +19,7 @@ from grader.catalog.models import Exercise, Upload, UploadStatus
 from grader.courses import exercises
 from grader.courses import rules as course_rules
 from grader.courses.fields import CourseError, choice, moment, number, text
-from grader.courses.models import Assignment, Course, CourseMember, Extension, ScoreOverride
+from grader.courses.models import Assignment, Course, CourseMember, Extension, Revocation, ScoreOverride
 from grader.courses.rules import Rules
 from grader.courses.times import aware
 from grader.db import now
@@ -151,6 +151,10 @@ def revoke_extension(session: Session, assignment: Assignment, user_id: int, *, 
     extension = extension_of(session, assignment, user_id) if 0 < user_id < 2**31 else None
     if extension is None:
         raise CourseError("extension_not_found", f"student {user_id} has no extension on assignment {assignment.id}")
+    session.add(Revocation(assignment_id=assignment.id, user_id=user_id, kind="extension", due_at=extension.due_at,
+                           extra_attempts=extension.extra_attempts or 0, extra_minutes=extension.extra_minutes or 0,
+                           reason=extension.reason or "", granted_by=extension.granted_by or "",
+                           granted_at=extension.granted_at, revoked_by=by[:200], revoked_at=now()))
     session.delete(extension)
     session.flush()
     log.info("the extension of user %s on assignment %s revoked by %s", user_id, assignment.id, by[:200])
@@ -188,9 +192,22 @@ def revoke_override(session: Session, assignment: Assignment, user_id: int, *, b
     if override is None:
         raise CourseError("override_not_found", f"student {user_id} has no score set by hand on assignment "
                                                 f"{assignment.id}")
+    session.add(Revocation(assignment_id=assignment.id, user_id=user_id, kind="override", score=override.score,
+                           extra_attempts=0, extra_minutes=0, reason=override.reason or "",
+                           granted_by=override.set_by or "", granted_at=override.set_at, revoked_by=by[:200],
+                           revoked_at=now()))
     session.delete(override)
     session.flush()
     log.info("the score set by hand for user %s on assignment %s revoked by %s", user_id, assignment.id, by[:200])
+
+
+def list_revoked(session: Session, assignment: Assignment) -> list[tuple[Revocation, User]]:
+    """The assignment's revoked extensions and scores set by hand, each with its student,
+    the latest revoked first: the history that the live listings no longer show."""
+    return [(revoked, user) for revoked, user in session.execute(
+        select(Revocation, User).join(User, User.id == Revocation.user_id)
+        .where(Revocation.assignment_id == assignment.id)
+        .order_by(Revocation.revoked_at.desc(), Revocation.id.desc()))]
 
 
 STANDING_TASK = "grader.standing_changed"

@@ -120,6 +120,17 @@ def shown_to(session: Session, row: Submission, viewer: User | None) -> list[Sub
                                           SubmissionComment.created_at, SubmissionComment.id)))
 
 
+def counts(session: Session, submission_ids) -> dict[str, int]:
+    """How many comments each of these submissions has, all of them (what its course's
+    staff see; a student is shown them by :func:`shown_to`); one with none is left out."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    return dict(session.execute(select(SubmissionComment.submission_id, func.count(SubmissionComment.id))
+                                .where(SubmissionComment.submission_id.in_(ids))
+                                .group_by(SubmissionComment.submission_id)).all())
+
+
 def _held_from_student(session: Session, row: Submission) -> bool:
     return feedback_held_until(session, row, row.user_id) is not None
 

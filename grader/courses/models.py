@@ -171,6 +171,29 @@ class ScoreOverride(Base):
     set_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, onupdate=now)
 
 
+class Revocation(Base):
+    """An extension or a score set by hand that staff took back: what it gave, who granted it
+    and when, and who revoked it and when. The live row is gone (the student's standing no
+    longer sees it); this is the assignment's history of them."""
+
+    __tablename__ = "revocations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))  # "extension" or "override"
+    # What it gave: an extension's due date, attempts and minutes; an override's score.
+    due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    extra_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    score: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    granted_by: Mapped[str] = mapped_column(String(200), default="")
+    granted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_by: Mapped[str] = mapped_column(String(200), default="")
+    revoked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
 class RegradeStatus(StrEnum):
     """running -> ready (every source graded again) -> published or discarded."""
 

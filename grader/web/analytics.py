@@ -5,11 +5,8 @@ nears. Charts drawn on the server, each beside a table of its numbers."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from babel.units import format_unit
 from flask import abort, render_template
-from flask_babel import get_locale, gettext as _
+from flask_babel import gettext as _
 from markupsafe import Markup
 
 from grader import courses
@@ -20,33 +17,8 @@ from grader.extensions import get_db
 from grader.web import bp, charts
 from grader.web.auth import login_required
 from grader.web.courses import _assignment, _staff
+from grader.web.durations import duration, left
 from grader.web.views import lang
-
-
-UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
-
-
-def duration(span: timedelta | None) -> str:
-    """In the units the span asks for, in the page's language: its largest whole unit (days,
-    hours, minutes or seconds), then the next one down where there is some of it ("2 days
-    3 hours", "11 hours", "4 minutes 30 seconds", "0 seconds")."""
-    if span is None:
-        return "–"
-    seconds = max(0, int(span.total_seconds()))
-    k = next(k for k, (_unit, size) in enumerate(UNITS) if seconds >= size or size == 1)
-    unit, size = UNITS[k]
-    parts = [(seconds // size, unit)]
-    if size > 1:
-        smaller, its_size = UNITS[k + 1]
-        if seconds % size // its_size:
-            parts.append((seconds % size // its_size, smaller))
-    locale = get_locale() or "en"
-    return " ".join(format_unit(n, f"duration-{u}", length="long", locale=locale) for n, u in parts)
-
-
-def left(span: timedelta) -> str:
-    """Time left before a due date: "past" once it has passed."""
-    return _("%(span)s left", span=duration(span)) if span.total_seconds() > 0 else _("past")
 
 
 def percent(value: float | None) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
@@ -23,6 +24,7 @@ from grader.accounts.models import User
 from grader.courses import access
 from grader.extensions import LANGUAGES, get_db, limiter, locale
 from grader.web import bp, errors
+from grader.web.durations import duration
 from grader.web.headers import admin_page
 
 
@@ -190,13 +192,13 @@ def _throttled(exc):
         body, _status = errors.refused_forms[request.endpoint](errors.too_often(wait))
         return body, 429, {"Retry-After": str(wait)}
     if request.endpoint == "web.forgot_password":
-        error = _("Asked too often for this address or from this network. Try again in %(minutes)d minute(s).",
-                  minutes=math.ceil(wait / 60))
+        error = _("Asked too often for this address or from this network. Try again in %(wait)s.",
+                  wait=duration(timedelta(seconds=wait)))
         return render_template("account/forgot.html", error=error), 429, {"Retry-After": str(wait)}
     if request.endpoint != "web.login":
         return errors.page(exc)
-    error = _("Too many failed sign-ins for this account or from this address. Try again in "
-              "%(minutes)d minute(s).", minutes=math.ceil(wait / 60))
+    error = _("Too many failed sign-ins for this account or from this address. Try again in %(wait)s.",
+              wait=duration(timedelta(seconds=wait)))
     return render_template("login.html", error=error), 429, {"Retry-After": str(wait)}
 
 

@@ -5,9 +5,7 @@ gradebook with its CSV exports."""
 
 from __future__ import annotations
 
-import math
-
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flask import Response, abort, g, redirect, render_template, request, url_for
 from flask_babel import gettext as _
@@ -27,7 +25,7 @@ from grader.extensions import get_db, locale
 from grader.lti.models import LtiRoster
 from grader.settings import MAX_SOURCE_BYTES
 from grader.submissions.models import Submission
-from grader.web import bp, errors
+from grader.web import bp, durations, errors
 from grader.web.auth import login_required
 from grader.refusals import Refused
 from grader.web.render import markdown_html, refused_words
@@ -70,13 +68,8 @@ def _assignment(s, assignment_id: int) -> tuple[Assignment, Course, str | None]:
 
 
 def time_left(until: datetime) -> str:
-    left = int((until - now()).total_seconds())
-    if left <= 0:
-        return _("past")
-    days, hours, minutes = left // 86400, left % 86400 // 3600, left % 3600 // 60
-    if days:
-        return _("%(d)d days %(h)d hours left", d=days, h=hours)
-    return _("%(h)d hours %(m)d minutes left", h=hours, m=minutes)
+    """Time left until ``until`` by the service's clock, in words (grader.web.durations)."""
+    return durations.left(until - now())
 
 
 def seconds_left(until: datetime) -> int:
@@ -90,10 +83,7 @@ def late_warning(standing) -> str | None:
     what it would cost (None: submitting now is on time)."""
     if standing is None or standing.late_by is None:
         return None
-    minutes_late = math.ceil(standing.late_by.total_seconds() / 60)  # each begun minute
-    days, hours, minutes = minutes_late // 1440, minutes_late % 1440 // 60, minutes_late % 60
-    by = (_("%(d)d days %(h)d hours", d=days, h=hours) if days
-          else _("%(h)d hours %(m)d minutes", h=hours, m=minutes))
+    by = durations.duration(max(standing.late_by, timedelta(seconds=1)))  # late at all is never "0 seconds"
     if standing.penalty_now:
         return _("Submitting now is late by %(by)s: this submission would lose %(p)s%% of its score.",
                  by=by, p="%g" % standing.penalty_now)
@@ -125,7 +115,10 @@ def refusal_text(refusal, course: Course) -> str:
     if refusal.code == "syntax_error":
         return _error_text(refusal)
     when = getattr(refusal, "reopens_at", None) or getattr(refusal, "ended_at", None)  # time_up: when it ended
-    return refused_words(refusal, **({"when": courses.shown(when, course)} if when else {}))
+    values = {"when": courses.shown(when, course)} if when else {}
+    if getattr(refusal, "reopens_at", None) is not None:  # how long until then, too
+        values["wait"] = durations.duration(max(refusal.reopens_at - now(), timedelta(seconds=1)))
+    return refused_words(refusal, **values)
 
 
 def may_create_courses() -> bool:
@@ -187,7 +180,7 @@ def _course_page(course_id: int, *, error: str | None = None, notice: str | None
     return render_template("courses/course.html", course=course, role=role, staff=_staff(role), listed=listed,
                            members=members, published=published, error=error, notice=notice, shown=courses.shown,
                            invitations=links, new_link=new_link, lms_roster=lms_roster,
-                           time_left=time_left, why=why), status
+                           time_left=time_left, in_minutes=durations.minutes, why=why), status
 
 
 @bp.post("/courses/<int:course_id>/members")
@@ -279,15 +272,16 @@ def _assignment_page(assignment_id: int, *, source: str | None = None, error: st
                          .order_by(Regrade.created_at.desc())).all() if _staff(role) else []
         extensions = courses.list_extensions(s, assignment) if _staff(role) else []
         overrides = courses.list_overrides(s, assignment) if _staff(role) else []
+        revoked = courses.list_revoked(s, assignment) if _staff(role) else []
     text = statement(exercise)
     return render_template("courses/assignment.html", assignment=assignment, course=course, role=role,
                            staff=_staff(role), standing=standing, mine=mine, held=held, students=students,
                            holds=_holds(standing, role), editor=editor, error=error, notes=notes,
-                           past_regrades=past, extensions=extensions, overrides=overrides,
+                           past_regrades=past, extensions=extensions, overrides=overrides, revoked=revoked,
                            staff_error=staff_error, local_input=_local_input,
                            statement=markdown_html(text) if text is not None else None,
                            shown=courses.shown, time_left=time_left, why=why, refusal_text=refusal_text,
-                           seconds_left=seconds_left,
+                           seconds_left=seconds_left, duration=durations.duration, in_minutes=durations.minutes,
                            late_warning=late_warning(standing), blocking=BLOCKING,
                            max_bytes=MAX_SOURCE_BYTES), status
 

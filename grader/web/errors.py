@@ -4,8 +4,8 @@ with the way back, and for a 429 when to try again. The API answers JSON (grader
 from __future__ import annotations
 
 import logging
-import math
 import time
+from datetime import timedelta
 
 from flask import render_template
 from flask_babel import gettext as _
@@ -13,6 +13,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from grader.extensions import limiter
+from grader.web.durations import duration
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +25,8 @@ refused_forms: dict = {}
 
 def too_often(wait: int) -> str:
     """The message of a form refused by a rate limit, shown again with the code still in it."""
-    when = _("%(n)d seconds", n=wait) if wait < 120 else _("%(n)d minutes", n=math.ceil(wait / 60))
     return _("You have sent this too often for now. Your code is still here: send it again in %(when)s.",
-             when=when)
+             when=duration(timedelta(seconds=wait)))
 
 
 def _texts(status: int) -> tuple[str, str]:
@@ -68,7 +68,7 @@ def page(exc: HTTPException):
         headers.update((k, v) for k, v in exc.get_headers() if k.lower() == "allow")
     try:
         body = render_template("errors/http.html", status=status, title=title, advice=advice,
-                               minutes=math.ceil(wait / 60) if wait else None)
+                               wait=duration(timedelta(seconds=wait)) if wait else None)
     except Exception:  # the page itself failed (the database is down, say): the plain one
         log.exception("the error page for %d could not be drawn", status)
         return exc

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from grader import courses
 from grader.accounts.models import User
-from grader.courses import access, archive
+from grader.courses import access, archive, comments
 from grader.courses.gradebook import who
 from grader.courses.times import aware
 from grader.exports import attachment
@@ -18,6 +18,7 @@ from grader.submissions.models import Submission
 from grader.web import bp
 from grader.web.auth import login_required
 from grader.web.courses import _assignment, _staff, why
+from grader.web.durations import duration
 from grader.web.views import held_ids
 
 
@@ -25,8 +26,8 @@ from grader.web.views import held_ids
 @login_required
 def assignment_student(assignment_id: int, user_id: int):
     """One student's submissions to the assignment, numbered as the zip numbers them, with
-    the one that counts and where they stand (their due date, attempts, the score that
-    counts and why)."""
+    the one that counts, how many comments staff left on each (linked to them), and where
+    they stand (their due date, attempts, the score that counts and why)."""
     with get_db() as s:
         assignment, course, role = _assignment(s, assignment_id)
         if not _staff(role):
@@ -39,10 +40,11 @@ def assignment_student(assignment_id: int, user_id: int):
             .order_by(Submission.created_at, Submission.id)).all()
         standing = courses.standing(s, assignment, student)
         held = held_ids(s, made)
+        said = comments.counts(s, (row.id for row in made))
     attempts = [(n, row, courses.is_late(standing.rules, aware(row.created_at))) for n, row in enumerate(made, 1)]
     return render_template("courses/student_work.html", assignment=assignment, course=course, student=student,
                            shown_as=who(student), attempts=attempts[::-1], standing=standing, held=held,
-                           shown=courses.shown, why=why)
+                           said=said, shown=courses.shown, why=why, duration=duration)
 
 
 @bp.get("/assignments/<int:assignment_id>/submissions.zip")
