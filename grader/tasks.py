@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import threading
 
@@ -123,7 +124,15 @@ def _stop_beating(**_kwargs) -> None:
     _beating.set()
 
 
+def _settled(**_kwargs) -> None:
+    """What a worker loaded to start (torch, the app, the tasks) lives as long as it does:
+    out of the collector's sight, so that neither each collection nor the one at exit walks
+    it again (about half a second of CPU at each stop)."""
+    gc.freeze()
+
+
 signals.worker_ready.connect(_beat_while_up, weak=False)
+signals.worker_ready.connect(_settled, weak=False)
 signals.worker_shutdown.connect(_stop_beating, weak=False)
 
 
