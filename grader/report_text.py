@@ -6,18 +6,35 @@ stores it), and imports nothing, so that the web process, which never loads torc
 from __future__ import annotations
 
 
+# The report's own words in each language (this module imports nothing, the catalogue included).
+_WORDS = {
+    "en": {"points": "{score}/{max} points", "warning": "WARNING", "pass": "PASS", "fail": "FAIL",
+           "hidden": " (hidden)", "hint": "hint", "printed": "Your code printed:", "truncated": " (truncated)",
+           "graded": "graded", "syntax_error": "syntax_error", "submission_error": "submission_error",
+           "internal_error": "internal_error", "sandbox_error": "sandbox_error", "time_limit": "time_limit",
+           "memory_limit": "memory_limit"},
+    "ko": {"points": "{score}/{max}점", "warning": "경고", "pass": "통과", "fail": "실패", "hidden": " (숨김)",
+           "hint": "힌트", "printed": "코드가 출력한 내용:", "truncated": " (잘림)", "graded": "채점됨",
+           "syntax_error": "문법 오류", "submission_error": "제출물 오류", "internal_error": "내부 오류",
+           "sandbox_error": "샌드박스 오류", "time_limit": "시간 초과", "memory_limit": "메모리 초과"},
+}
+
+
 def render(report: dict, lang: str = "en") -> str:
     """The human-readable report, its tests' names, messages and hints in ``lang`` where
     the report has them."""
-    lines = [f"{report['exercise']} v{report['version']}: {_fmt(report['score'])}/{_fmt(report['max_score'])} points"
-             f"  [{report['status']}, {report['duration_ms']:.0f} ms, {report.get('device', 'cpu')}]"]
+    words = _WORDS.get(lang, _WORDS["en"])
+    points = words["points"].format(score=_fmt(report["score"]), max=_fmt(report["max_score"]))
+    lines = [f"{report['exercise']} v{report['version']}: {points}"
+             f"  [{words.get(report['status'], report['status'])}, {report['duration_ms']:.0f} ms, "
+             f"{report.get('device', 'cpu')}]"]
     for warning in report.get("warnings") or []:
-        lines.append(f"WARNING: {warning}")
+        lines.append(f"{words['warning']}: {warning}")
     if report.get("message"):
         lines.append(report["message"])
     for test in report.get("tests") or []:
-        mark = "PASS" if test["passed"] else "FAIL"
-        kind = "" if test["visible"] else " (hidden)"
+        mark = words["pass"] if test["passed"] else words["fail"]
+        kind = "" if test["visible"] else words["hidden"]
         local = (test.get("i18n") or {}).get(lang, {})
         lines.append(f"  {mark} {local.get('name') or test['name']}{kind}  "
                      f"{_fmt(test['points'])}/{_fmt(test['max_points'])}")
@@ -26,9 +43,9 @@ def render(report: dict, lang: str = "en") -> str:
         if message and not test["passed"]:
             lines.extend("       " + line for line in message.splitlines())
         if hint and not test["passed"]:
-            lines.append(f"       hint: {hint}")
+            lines.append(f"       {words['hint']}: {hint}")
     if report.get("output"):
-        lines.append("Your code printed:" + (" (truncated)" if report.get("output_truncated") else ""))
+        lines.append(words["printed"] + (words["truncated"] if report.get("output_truncated") else ""))
         lines.extend("  | " + line for line in report["output"].splitlines()[:40])
     return "\n".join(lines)
 

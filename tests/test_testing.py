@@ -191,7 +191,7 @@ def test_the_graders_own_words_come_in_korean_from_the_message_catalogue():
     assert error.text.ko == "train(): 시간 제한을 넘었습니다 (time limit exceeded (5 s per call))"
     with pytest.raises(Feedback) as failed:
         expect_leaf(TensorState(torch.ones(2), requires_grad=False), "w1")
-    assert failed.value.text.ko == "w1가 더 이상 기울기를 요구하는 leaf가 아닙니다"
+    assert failed.value.text.ko == "w1가 더 이상 기울기를 요구하는 리프 텐서가 아닙니다"
 
 
 def test_what_a_failed_test_shows_is_decided_in_one_place():

@@ -168,7 +168,7 @@ def returned(value: Any, function: str) -> Any:
 
 def _missing(function: str, whole: Any, part: Any) -> Feedback:
     return Feedback(_("{function}() returned {got}, which has no {part}").format(
-        function=function, got=describe(whole), part=repr(part)[:60]))
+        function=function, got=_described(whole), part=repr(part)[:60]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -199,7 +199,7 @@ def _check_unpacking(value, function: str, frame) -> None:
     else:
         return
     raise Feedback(_("{function}() returned {got}: {count} values, where {wanted} are expected").format(
-        function=function, got=describe(value), count=len(value), wanted=wanted))
+        function=function, got=_described(value), count=len(value), wanted=wanted))
 
 
 class _ReturnedDict(dict):
@@ -277,7 +277,7 @@ def misread(exc: BaseException | None, bundle: Path) -> Feedback | None:
         return None
     function, call = calls[-1]
     return Feedback(_("{function}() returned {got}, which is not what the test reads from it ({error})").format(
-        function=function, got=describe(call.value), error=f"{type(exc).__name__}: {exc}"[:300]))
+        function=function, got=_described(call.value), error=f"{type(exc).__name__}: {exc}"[:300]))
 
 
 def _under(path: str, root: Path) -> bool:
@@ -330,24 +330,34 @@ def describe(value: Any, limit: int = 6) -> str:
     return f"shape {tuple(t.shape)}, {str(t.dtype).replace('torch.', '')}, [{shown}{more}]"
 
 
-def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, atol: float = 1e-6,
-                 mistakes: Iterable[Mistake] = (), hint: Text | None = None, check_dtype: bool = False,
+def _described(value: Any) -> Text:
+    """:func:`describe` in each language: a tensor's shape and a value's kind said in Korean
+    too (the dtype and the values are code)."""
+    en = describe(value)
+    if en.startswith("shape "):
+        return Text(en, "모양 " + en[len("shape "):])
+    return Text(en, en[len("a "):] if en.startswith("a ") else en)
+
+
+def expect_close(actual: Any, expected: Any, *, what: str | Text | tuple[str, str], rtol: float = 1e-5,
+                 atol: float = 1e-6, mistakes: Iterable[Mistake] = (), hint: Text | None = None, check_dtype: bool = False,
                  equal_nan: bool = False) -> None:
     """Fail with a self-explaining message unless ``actual`` is a tensor close to ``expected``.
 
     torch.testing's semantics: the tolerance scales with the expected value only, an
     infinity equals only the same infinity, and NaN equals NaN only where ``equal_nan``
     asks for it. When ``actual`` matches one of ``mistakes``, that mistake's hint names the
-    misconception.
+    misconception. ``what`` names the value, in English or as an (English, Korean) pair.
     """
+    what = Text.of(what)
     exp = _as_tensor(expected)
     if exp is None:
         exp = torch.as_tensor(expected)
     act = _as_tensor(actual)
     if act is None:
         if actual is None:
-            raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=describe(exp)), hint)
-        raise Feedback(_("{what} should be a tensor, got {got}").format(what=what, got=describe(actual)), hint)
+            raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=_described(exp)), hint)
+        raise Feedback(_("{what} should be a tensor, got {got}").format(what=what, got=_described(actual)), hint)
     if tuple(act.shape) != tuple(exp.shape):
         raise Feedback(_("{what} has shape {shape}; expected {expected}").format(
             what=what, shape=tuple(act.shape), expected=tuple(exp.shape)), _first_match(act, mistakes, rtol, atol) or hint)
@@ -366,7 +376,7 @@ def expect_close(actual: Any, expected: Any, *, what: str, rtol: float = 1e-5, a
     finite = diff[torch.isfinite(diff)]
     worst = f"{finite.max().item():.3g}" if finite.numel() else "inf"
     raise Feedback(_("{what}: expected {expected}\n  got {got}\n  max abs difference {worst}").format(
-        what=what, expected=describe(exp), got=describe(act), worst=worst), _first_match(act, mistakes, rtol, atol) or hint)
+        what=what, expected=_described(exp), got=_described(act), worst=worst), _first_match(act, mistakes, rtol, atol) or hint)
 
 
 def _first_match(actual: torch.Tensor, mistakes: Iterable[Mistake], rtol, atol) -> Hint | None:
@@ -429,7 +439,7 @@ def gradcheck_from_values(plus: Iterable, minus: Iterable, rows: Iterable, *, ep
         for v in values:
             t = _as_tensor(v)
             if t is None or t.dtype != torch.float64:
-                raise Feedback(_("{what} should be float64 tensors; got {got}").format(what=what, got=describe(v)))
+                raise Feedback(_("{what} should be float64 tensors; got {got}").format(what=what, got=_described(v)))
             out.append(t.reshape(-1))
         return out
 
@@ -469,7 +479,7 @@ def hints_for_errors(hints: dict[str, Hint]):
         raise
 
 
-def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tensor, fix: tuple[str, str],
+def expect_gradient(grad: Any, expected: Any, *, what: str | Text | tuple[str, str], rerun, x: torch.Tensor, fix: tuple[str, str],
                     value: Any = None, name: str = "x", mistakes: Iterable[Mistake] = (),
                     check_dtype: bool = False, rtol: float = 1e-5, atol: float = 1e-6,
                     hint: Hint | None = None) -> None:
@@ -481,9 +491,10 @@ def expect_gradient(grad: Any, expected: Any, *, what: str, rerun, x: torch.Tens
     place of ``x`` (see grader.testing.evidence). ``fix`` (en, ko) is the exercise's way to do it.
     ``hint`` is for a gradient that is there but wrong and matches none of ``mistakes``.
     """
+    what = Text.of(what)
     if grad is None:
         hint = empty_grad_hint(why_grad_is_empty(rerun, x, value, source=_graded.get("source", "")), fix, name)
-        raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=describe(expected)), hint)
+        raise Feedback(_("{what} is None; expected {expected}").format(what=what, expected=_described(expected)), hint)
     expect_close(grad, expected, what=what, mistakes=mistakes, check_dtype=check_dtype, rtol=rtol, atol=atol,
                  hint=hint)
 

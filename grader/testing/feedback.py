@@ -138,7 +138,7 @@ class StudentError(Feedback):
         if self.exception is not None:
             # The class name is the student's to choose, so only well-known ones are shown.
             # No line number: a submission can raise at a line chosen from the hidden input.
-            detail = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else "an exception"
+            detail = self.exception.type if self.exception.type in _KNOWN_EXCEPTIONS else _("an exception")
         elif self.kind in ("timeout", "memory", "too_large", "refused"):
             detail = self.detail
         return self._where(problem, detail)

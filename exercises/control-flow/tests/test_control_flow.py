@@ -1,7 +1,7 @@
 import torch
 
 from grader.testing import (Hint, Mistake, StudentError, expect_close, expect_gradient, expect_leaf, expect_true,
-                            hints_for_errors, points, visible)
+                            hints_for_errors, mean_for_sum, points, visible)
 
 
 def reference_f(a):
@@ -140,9 +140,15 @@ def check_grad(student, a):
     expected = reference_f(a) / a.detach()
     grad_mistakes = [Mistake(expected / 100, *NO_ELSE), Mistake(expected * 100, *SWAPPED),
                      *doubling_mistakes(a, expected, student),
-                     Mistake(lambda t: not bool(t.abs().sum()), CUT.en, CUT.ko)]
-    expect_close(call.value, expected, what="grad_of_f(a)", mistakes=grad_mistakes, hint=RETURN)
+                     Mistake(lambda t: not bool(t.abs().sum()), CUT.en, CUT.ko),
+                     mean_for_sum(expected, a.numel(), name="a")]  # f(a).mean().backward(): 1/n of it
     after = call.args[0]
+    # RETURN says the value is not a.grad: not where it is a.grad, wrong because f(a) was.
+    returned, held = (getattr(t, "data", None) for t in (call.value, after.grad))
+    is_a_grad = isinstance(returned, torch.Tensor) and isinstance(held, torch.Tensor) and \
+        returned.shape == held.shape and bool(torch.equal(returned, held))
+    expect_close(call.value, expected, what="grad_of_f(a)", mistakes=grad_mistakes,
+                 hint=None if is_a_grad else RETURN)
     with hints_for_errors(ERRORS):
         expect_gradient(after.grad, expected, what="a.grad", mistakes=grad_mistakes, value=call.value, x=a,
                         name="a", fix=FIX, rerun=lambda other: student.call("grad_of_f", other))

@@ -163,12 +163,14 @@ def test_float64_matrix(student):
     call = run(student, "partial_grad", x)
     expect_close(call.value, x.detach() ** 2, what="partial_grad(x)", check_dtype=True,
                  mistakes=partial_mistakes(x))
-    expect_gradient(call.args[0].grad, x.detach() ** 2, what="x.grad after partial_grad", check_dtype=True,
-                    mistakes=partial_mistakes(x), rerun=rerun(student, "partial_grad"), x=x, value=call.value,
-                    fix=FIX)
+    expect_gradient(call.args[0].grad, x.detach() ** 2,
+                    what=("x.grad after partial_grad", "partial_grad 뒤의 x.grad"),
+                    check_dtype=True, mistakes=partial_mistakes(x), rerun=rerun(student, "partial_grad"), x=x,
+                    value=call.value, fix=FIX)
     call = run(student, "source_grad", x)
     expect_close(call.value, 2 * x.detach(), what="source_grad(x)", check_dtype=True,
                  mistakes=source_mistakes(x))
-    expect_gradient(call.args[0].grad, 2 * x.detach(), what="x.grad after source_grad", check_dtype=True,
-                    mistakes=source_mistakes(x), rerun=rerun(student, "source_grad"), x=x, value=call.value,
-                    fix=FIX)
+    expect_gradient(call.args[0].grad, 2 * x.detach(),
+                    what=("x.grad after source_grad", "source_grad 뒤의 x.grad"),
+                    check_dtype=True, mistakes=source_mistakes(x), rerun=rerun(student, "source_grad"), x=x,
+                    value=call.value, fix=FIX)

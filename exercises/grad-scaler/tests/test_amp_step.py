@@ -135,14 +135,14 @@ def check_amp(student, spec):
     unscaled = lambda: trusted_amp(spec, device, scaled=False)  # noqa: E731 - worked out only on failure
     direct = lambda: trusted_amp(spec, device, via_scaler=False)  # noqa: E731
     no_zero = lambda: trusted_amp(spec, device, zero_grad=False)  # noqa: E731
-    expect_close(losses, exp_losses, what="the losses amp_step returned", rtol=rtol, atol=1e-6,
+    expect_close(losses, exp_losses, what=("the losses amp_step returned", "amp_step이 반환한 손실"), rtol=rtol, atol=1e-6,
                  mistakes=[like(unscaled, 0, NOT_SCALED, rtol), like(no_zero, 0, NO_ZERO_GRAD, rtol)])
     scales = torch.tensor([float(r["scale"]) for r in records], dtype=torch.float64)
-    expect_close(scales, exp_scales, what="the scaler's scale after each call", rtol=1e-6, atol=0,
-                 hint=NO_UPDATE)
+    expect_close(scales, exp_scales, what=("the scaler's scale after each call", "호출마다 그 뒤의 scaler의 scale"),
+                 rtol=1e-6, atol=0, hint=NO_UPDATE)
     params = torch.stack([r["params"].data for r in records])
-    expect_close(params, exp_params, what="the parameters after each call", rtol=rtol, atol=1e-5,
-                 mistakes=[like(unscaled, 2, NOT_SCALED, rtol), like(direct, 2, DIRECT_STEP, rtol),
+    expect_close(params, exp_params, what=("the parameters after each call", "호출마다 그 뒤의 파라미터"), rtol=rtol,
+                 atol=1e-5, mistakes=[like(unscaled, 2, NOT_SCALED, rtol), like(direct, 2, DIRECT_STEP, rtol),
                            like(no_zero, 2, NO_ZERO_GRAD, rtol)])
 
 

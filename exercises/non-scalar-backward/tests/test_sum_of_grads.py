@@ -1,7 +1,7 @@
 import torch
 
-from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_leaf, hints_for_errors, points,
-                            visible)
+from grader.testing import (Hint, Mistake, expect_close, expect_gradient, expect_leaf, hints_for_errors,
+                            mean_for_sum, points, visible)
 
 IMPLICIT = Hint("backward() was called on a y that is not a scalar, without an argument. PyTorch makes the "
                 "starting gradient by itself only for a scalar output; for a tensor y, pass one of y's "
@@ -42,6 +42,7 @@ def mistakes(x):
                 "2x³, 즉 2x에 y를 곱한 값이 나왔습니다. gradient 인자로 y를 넘겼습니다(y.backward(y)). "
                 "이 인자는 y의 원소마다 곱할 가중치이고, 기울기의 합을 구하려면 모두 1이어야 합니다: "
                 "torch.ones_like(y)."),
+        mean_for_sum(2 * x, x.numel(), name="y"),  # y.mean().backward(), the sum being what ones give: 2x/n
     ]
 
 

@@ -25,22 +25,22 @@ REPR = Hint("grad_fn was reported as the object's printed form ('<AddBackward0 o
 
 NONE_TEXT = Hint("The grad_fn of x was reported as the string 'None'. x is a leaf created by you, not by "
                  "an operation, so it has no grad_fn: report the value None itself, not str(None).",
-                 "x의 grad_fn을 문자열 'None'으로 반환했습니다. x는 연산으로 만들어진 것이 아닌 leaf라서 "
+                 "x의 grad_fn을 문자열 'None'으로 반환했습니다. x는 연산으로 만들어진 것이 아닌 리프라서 "
                  "grad_fn이 없습니다. str(None)이 아니라 값 None 자체를 반환하세요.")
 
 CUT_LEAF = Hint("a came out as a leaf of its own that requires grad but has no grad_fn: it was made anew from "
                 "the values of 2 * x + 10 (detach().requires_grad_(), or torch.tensor(..., requires_grad=True)), "
                 "cut off from x. A tensor computed from x by operations, like a = 2 * x + 10, is not a leaf and "
                 "has a grad_fn.",
-                "a가 grad_fn 없이 기울기를 요구하는 별도의 leaf로 나왔습니다. 2 * x + 10의 값으로 새로 만들어져"
+                "a가 grad_fn 없이 기울기를 요구하는 별도의 리프로 나왔습니다. 2 * x + 10의 값으로 새로 만들어져"
                 "(detach().requires_grad_() 또는 torch.tensor(..., requires_grad=True)) x에서 떼어 냈습니다. "
-                "a = 2 * x + 10처럼 x로부터 연산으로 계산한 텐서는 leaf가 아니고 grad_fn이 있습니다.")
+                "a = 2 * x + 10처럼 x로부터 연산으로 계산한 텐서는 리프가 아니고 grad_fn이 있습니다.")
 
 NO_HISTORY = Hint("a came out with no history: a leaf that does not require grad and has no grad_fn, although "
                   "x requires grad. Autograd recorded no operation from x to a. Compute a = 2 * x + 10 and "
                   "b = 3 * a from the x you were given, where autograd records operations.",
                   "x는 기울기를 요구하는데 a가 이력 없이 나왔습니다. 기울기를 요구하지 않고 grad_fn도 "
-                  "없는 leaf입니다. autograd가 x에서 a까지 어떤 연산도 기록하지 않았습니다. 받은 x로 "
+                  "없는 리프입니다. autograd가 x에서 a까지 어떤 연산도 기록하지 않았습니다. 받은 x로 "
                   "autograd가 연산을 기록하는 곳에서 a = 2 * x + 10과 b = 3 * a를 계산하세요.")
 
 LAST_OP = Hint("grad_fn names the last operation that produced the tensor: a = 2 * x + 10 ends with an "
@@ -53,14 +53,14 @@ LAST_OP = Hint("grad_fn names the last operation that produced the tensor: a = 2
 LEAF_FACTS = Hint("Only x, which you did not compute from anything, is a leaf; a and b are computed from x, "
                   "so they are not leaves, and they require grad because x does. Read each fact from the "
                   "tensor itself: t.is_leaf, t.requires_grad.",
-                  "아무것에서도 계산되지 않은 x만 leaf입니다. a와 b는 x로부터 계산되었으므로 leaf가 아니고, "
+                  "아무것에서도 계산되지 않은 x만 리프입니다. a와 b는 x로부터 계산되었으므로 리프가 아니고, "
                   "x가 기울기를 요구하므로 a와 b도 기울기를 요구합니다. 각 값을 텐서에서 직접 읽으세요: "
                   "t.is_leaf, t.requires_grad.")
 
 COPIED_X = Hint("The x you reported was made inside graph_facts from the x you were given (x.clone() or another "
                 "operation on it), so it has a grad_fn and is no leaf. Report the facts of the x you were given: "
                 "reading t.is_leaf or t.grad_fn does not change it.",
-                "보고한 x는 graph_facts 안에서 받은 x로부터 만든 텐서(x.clone() 등)라서 grad_fn이 있고 leaf가 "
+                "보고한 x는 graph_facts 안에서 받은 x로부터 만든 텐서(x.clone() 등)라서 grad_fn이 있고 리프가 "
                 "아닙니다. 받은 x의 값을 보고하세요. t.is_leaf나 t.grad_fn을 읽어도 x는 바뀌지 않습니다.")
 
 ERRORS = {"Backward0 cannot be graded": OBJECT, "AccumulateGrad cannot be graded": OBJECT}
@@ -116,7 +116,7 @@ def run(student, x):
 def test_facts_of_x(student):
     """x is a leaf that requires grad and has no grad_fn
 
-    ko: x는 기울기를 요구하는 leaf이고 grad_fn이 없음
+    ko: x는 기울기를 요구하는 리프이고 grad_fn이 없음
     """
     x = torch.tensor([0.5, -2.0, 3.0], requires_grad=True)
     check(facts_of(run(student, x)), ["x"])
@@ -126,7 +126,7 @@ def test_facts_of_x(student):
 def test_facts_of_a_and_b(student):
     """a and b are not leaves; their grad_fn are AddBackward0 and MulBackward0
 
-    ko: a와 b는 leaf가 아니고 grad_fn은 AddBackward0과 MulBackward0
+    ko: a와 b는 리프가 아니고 grad_fn은 AddBackward0과 MulBackward0
     """
     x = torch.randn(2, 2, dtype=torch.float64).requires_grad_()
     check(facts_of(run(student, x)), ["a", "b"])

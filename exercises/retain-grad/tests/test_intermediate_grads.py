@@ -1,14 +1,14 @@
 import torch
 
 from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf, hints_for_errors,
-                            points, visible)
+                            mean_for_sum, points, visible)
 
 NOT_RETAINED = Hint("a.grad and b.grad are None. a and b are not leaves (they were computed from x), and "
                     "backward() keeps the gradient only of leaves unless told otherwise. Call a.retain_grad() "
                     "and b.retain_grad() before c.sum().backward(); calling it afterwards is too late, the "
                     "gradient has already gone by.",
-                    "a.grad와 b.grad가 None입니다. a와 b는 x로부터 계산된 텐서라서 leaf가 아니고, backward()는 "
-                    "따로 요청하지 않으면 leaf의 기울기만 남깁니다. c.sum().backward() 전에 a.retain_grad()와 "
+                    "a.grad와 b.grad가 None입니다. a와 b는 x로부터 계산된 텐서라서 리프가 아니고, backward()는 "
+                    "따로 요청하지 않으면 리프의 기울기만 남깁니다. c.sum().backward() 전에 a.retain_grad()와 "
                     "b.retain_grad()를 호출하세요. backward() 뒤에 호출하면 기울기가 이미 지나간 뒤라서 "
                     "늦습니다.")
 
@@ -21,7 +21,7 @@ CUT = Hint("x.grad is None: the gradient never reached x. If a was turned into a
            "(with detach().requires_grad_() or torch.tensor(...)) so that it gets a .grad, the graph from x to "
            "a was cut. Keep a = 2 * x + 10 and call a.retain_grad() instead.",
            "x.grad가 None입니다. 기울기가 x까지 오지 못했습니다. a의 .grad를 얻으려고 detach().requires_grad_()나 "
-           "torch.tensor(...)로 a를 새 leaf로 만들었다면 x에서 a로 가는 그래프가 끊어진 것입니다. "
+           "torch.tensor(...)로 a를 새 리프로 만들었다면 x에서 a로 가는 그래프가 끊어진 것입니다. "
            "a = 2 * x + 10을 그대로 두고 대신 a.retain_grad()를 호출하세요.")
 
 FIX = ("Build a, b and c from the x you were given with torch operations and call c.sum().backward(); "
@@ -53,6 +53,8 @@ EXPECTED = {"x": 12.0, "a": 6.0, "b": 2.0}
 
 def mistakes(name, x):
     ones = torch.ones_like(x.detach())
+    # c.mean().backward() for c.sum(): every gradient 1/n of its value (c has x's n elements).
+    mean = [mean_for_sum(EXPECTED[name] * ones, x.numel(), name="c")]
     local = {"a": (2.0, "a.grad came out as 2, the derivative of a with respect to x. a.grad holds the "
                         "gradient of the final c.sum() with respect to a: dc/da = 2·3 = 6.",
                    "a.grad가 2, 즉 a를 x로 미분한 값입니다. a.grad에는 마지막 c.sum()을 a로 미분한 기울기가 "
@@ -62,9 +64,9 @@ def mistakes(name, x):
                    "b.grad가 3, 즉 b를 a로 미분한 값입니다. b.grad에는 마지막 c.sum()을 b로 미분한 기울기가 "
                    "들어갑니다: dc/db = 2.")}
     if name not in local:
-        return []
+        return mean
     value, en, ko = local[name]
-    return [Mistake(value * ones, en, ko)]
+    return [Mistake(value * ones, en, ko)] + mean
 
 
 def grads(call):
@@ -134,7 +136,7 @@ def test_x_grad_left_in_x(student):
     if lost:
         expect_close(after.grad, 12 * torch.ones(5), what="x.grad", hint=CUT)
     expect_gradient(after.grad, 12 * torch.ones(5), what="x.grad", rerun=rerun(student), x=x, value=call.value,
-                    fix=FIX)
+                    fix=FIX, mistakes=mistakes("x", x))
     expect_leaf(after, hint=STILL_LEAF)
 
 
@@ -148,4 +150,4 @@ def test_float64_matrix(student):
     call = run(student, x)
     check(grads(call), x, ["x", "a", "b"], check_dtype=True)
     expect_gradient(call.args[0].grad, 12 * torch.ones(2, 3, dtype=torch.float64), what="x.grad",
-                    check_dtype=True, rerun=rerun(student), x=x, value=call.value, fix=FIX)
+                    check_dtype=True, rerun=rerun(student), x=x, value=call.value, fix=FIX, mistakes=mistakes("x", x))

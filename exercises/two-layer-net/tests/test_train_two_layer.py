@@ -12,7 +12,7 @@ REBOUND = Hint("The caller's w1 and w2 did not change: the update rebinds the na
 
 NO_GRAD = Hint("The in-place update ran while autograd was recording: a leaf that requires grad cannot be "
                "changed in place there. Put the update inside a `with torch.no_grad():` block.",
-               "autograd가 기록하는 중에 제자리 갱신을 했습니다. 기울기를 요구하는 leaf는 그 상태에서 제자리로 "
+               "autograd가 기록하는 중에 제자리 갱신을 했습니다. 기울기를 요구하는 리프는 그 상태에서 제자리로 "
                "바꿀 수 없습니다. 갱신을 `with torch.no_grad():` 블록 안에 넣으세요.")
 
 NO_ZERO = Hint("The gradients accumulate from step to step: backward() adds to w1.grad and w2.grad, so "
@@ -40,7 +40,7 @@ GRAD_NONE = Hint("w1.grad (or w2.grad) was None where it was used. Either the we
                  "gradients were cleared before the first backward(). Update in place inside "
                  "torch.no_grad() and clear the gradients after the update.",
                  "w1.grad(또는 w2.grad)를 쓰는 곳에서 None이었습니다. 가중치를 새 텐서로 바꿨거나"
-                 "(w1 = w1 - ...; autograd는 받은 leaf의 .grad만 채웁니다), 첫 backward() 전에 기울기를 "
+                 "(w1 = w1 - ...; autograd는 받은 리프의 .grad만 채웁니다), 첫 backward() 전에 기울기를 "
                  "비웠습니다. torch.no_grad() 안에서 제자리 갱신하고, 갱신한 뒤에 기울기를 비우세요.")
 
 GRAPH = Hint("The losses you returned are tensors that still carry their graph: appending `loss` instead of "
@@ -61,7 +61,7 @@ A_LIST = Hint("Return a Python list with one float per step (loss.item() gives a
 
 STILL_LEAF = Hint("Keep the weights leaves that require grad: update their values in place inside "
                   "torch.no_grad(), and do not detach them or switch requires_grad off.",
-                  "가중치가 기울기를 요구하는 leaf로 남게 하세요. torch.no_grad() 안에서 값만 제자리로 "
+                  "가중치가 기울기를 요구하는 리프로 남게 하세요. torch.no_grad() 안에서 값만 제자리로 "
                   "갱신하고, detach하거나 requires_grad를 끄지 마세요.")
 
 ERRORS = {
@@ -143,7 +143,7 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
         got = as_losses(call.value, steps)
         mistakes = [Mistake(frozen, FROZEN.en, FROZEN.ko), Mistake(longer, AFTER_UPDATE.en, AFTER_UPDATE.ko),
                     Mistake(no_zero[0], NO_ZERO.en, NO_ZERO.ko), Mistake(ascent[0], ASCENT.en, ASCENT.ko)]
-        expect_close(got, expected, what="the losses", rtol=1e-4, atol=1e-5, mistakes=mistakes)
+        expect_close(got, expected, what=("the losses", "손실"), rtol=1e-4, atol=1e-5, mistakes=mistakes)
     if weights:
         for index, name, initial, reference in ((2, "w1", setup["w1"], ref_w1), (3, "w2", setup["w2"], ref_w2)):
             after = call.args[index]
@@ -154,7 +154,7 @@ def check(student, setup, *, losses=True, weights=True, check_dtype=False):
             mistakes = [Mistake(initial, stuck.en, stuck.ko),
                         Mistake(no_zero[index - 1], NO_ZERO.en, NO_ZERO.ko),
                         Mistake(ascent[index - 1], ASCENT.en, ASCENT.ko)]
-            expect_close(after, reference, what=f"{name} after the call", rtol=1e-4, atol=1e-5,
+            expect_close(after, reference, what=(f"{name} after the call", f"호출 뒤의 {name}"), rtol=1e-4, atol=1e-5,
                          mistakes=mistakes, check_dtype=check_dtype)
             expect_leaf(after, name, hint=STILL_LEAF)
 

@@ -11,7 +11,7 @@ NO_ZERO = Hint("Gradients accumulated across batches: without optimizer.zero_gra
 
 ONCE_PER_EPOCH = Hint("Gradients accumulated across the batches of each epoch: optimizer.zero_grad() ran once "
                       "per epoch. Call it for every batch, inside the inner loop.",
-                      "한 epoch 안에서 배치마다 기울기가 누적되었습니다. optimizer.zero_grad()를 epoch마다 한 "
+                      "한 에포크 안에서 배치마다 기울기가 누적되었습니다. optimizer.zero_grad()를 에포크마다 한 "
                       "번만 호출했습니다. 안쪽 루프에서 배치마다 호출하세요.")
 
 ERASED = Hint("The parameters never moved: the gradients were cleared between backward() and step() "
@@ -35,17 +35,17 @@ NO_STEP = Hint("The parameters never moved although gradients were computed: opt
 
 SUMMED = Hint("Each epoch's value is the sum of its batch losses. Return the mean: divide the sum of "
               "loss.item() by the number of batches.",
-              "epoch마다 반환한 값이 배치 손실의 합입니다. 평균을 반환하세요: loss.item()의 합을 배치 "
+              "에포크마다 반환한 값이 배치 손실의 합입니다. 평균을 반환하세요: loss.item()의 합을 배치 "
               "개수로 나누세요.")
 
 LAST_BATCH = Hint("Each epoch's value is the loss of its last batch only. Return the mean of all the epoch's "
                   "batch losses: add up loss.item() over the batches and divide by the number of batches.",
-                  "epoch마다 반환한 값이 마지막 배치의 손실뿐입니다. 그 epoch의 모든 배치 손실의 평균을 "
+                  "에포크마다 반환한 값이 마지막 배치의 손실뿐입니다. 그 에포크의 모든 배치 손실의 평균을 "
                   "반환하세요: 배치마다 loss.item()을 더하고 배치 개수로 나누세요.")
 
 PER_BATCH = Hint("train() returned one loss per batch. Return one number per epoch: the mean of that "
                  "epoch's batch losses.",
-                 "train()이 배치마다 손실을 하나씩 반환했습니다. epoch마다 숫자 하나, 즉 그 epoch 배치 "
+                 "train()이 배치마다 손실을 하나씩 반환했습니다. 에포크마다 숫자 하나, 즉 그 에포크 배치 "
                  "손실들의 평균을 반환하세요.")
 
 AFTER_STEP = Hint("The first step used gradients the model already had: optimizer.zero_grad() ran after "
@@ -63,7 +63,7 @@ GRAPH = Hint("The losses you returned are tensors that still carry their graph: 
              "더하세요.")
 
 A_LIST = Hint("Return a Python list with one float per epoch (loss.item() gives a float).",
-              "epoch마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
+              "에포크마다 float 하나씩 담은 파이썬 리스트를 반환하세요(loss.item()이 float을 줍니다).")
 
 
 def make_setup(samples, features, outputs, batch_size, lr, momentum, epochs, seed, stale=False):
@@ -116,7 +116,7 @@ def epoch_losses(value, epochs, batches):
         kind = value["unsupported"] if isinstance(value, dict) else (
             "tensor" if isinstance(value, TensorState) else type(value).__name__)
         raise Feedback(f"train() should return a list of floats, one per epoch; it returned a {kind}",
-                       A_LIST, f"train()은 epoch마다 float 하나씩 담은 리스트를 반환해야 합니다 ({kind} 반환)")
+                       A_LIST, f"train()은 에포크마다 float 하나씩 담은 리스트를 반환해야 합니다 ({kind} 반환)")
     numbers = []
     for item in value:
         if isinstance(item, TensorState) and (item.requires_grad or item.grad_fn):
@@ -135,8 +135,8 @@ def epoch_losses(value, epochs, batches):
     if len(numbers) != epochs:
         raise Feedback(f"train() returned {len(numbers)} values for {epochs} epochs; expected one per epoch",
                        PER_BATCH if len(numbers) == epochs * batches else A_LIST,
-                       f"train()이 epoch {epochs}번에 대해 값 {len(numbers)}개를 반환했습니다. "
-                       "epoch마다 하나여야 합니다")
+                       f"train()이 에포크 {epochs}번에 대해 값 {len(numbers)}개를 반환했습니다. "
+                       "에포크마다 하나여야 합니다")
     return torch.tensor(numbers, dtype=torch.float64)
 
 
@@ -174,10 +174,10 @@ def check_training(student, setup):
                      ] + unmoved(0) + [m for m in late[:1] if m]
     if batches > 1:  # with one batch the last batch's loss is the mean
         loss_mistakes.append(Mistake(last, LAST_BATCH.en, LAST_BATCH.ko))
-    expect_close(losses, expected, what="the losses train() returned", rtol=1e-4, atol=1e-6,
+    expect_close(losses, expected, what=("the losses train() returned", "train()이 반환한 손실"), rtol=1e-4, atol=1e-6,
                  mistakes=loss_mistakes)
     for name, actual, ref, index in (("weight", weight, ref_weight, 1), ("bias", bias, ref_bias, 2)):
-        expect_close(actual, ref, what=f"model.{name} after training", rtol=1e-4, atol=1e-5,
+        expect_close(actual, ref, what=(f"model.{name} after training", f"학습 뒤의 model.{name}"), rtol=1e-4, atol=1e-5,
                      mistakes=[Mistake(no_zero[index], NO_ZERO.en, NO_ZERO.ko),
                                Mistake(per_epoch[index], ONCE_PER_EPOCH.en, ONCE_PER_EPOCH.ko),
                                ] + unmoved(index) + [m for m in late[index:index + 1] if m])
@@ -188,7 +188,7 @@ def check_training(student, setup):
 def test_train_plain_sgd(student):
     """trains a Linear(3, 1) with plain SGD: 2 batches, 3 epochs
 
-    ko: 일반 SGD로 Linear(3, 1) 학습: 배치 2개, epoch 3번
+    ko: 일반 SGD로 Linear(3, 1) 학습: 배치 2개, 에포크 3번
     """
     setup = make_setup(samples=8, features=3, outputs=1, batch_size=4, lr=0.1, momentum=0.0, epochs=3,
                        seed=11)
@@ -210,7 +210,7 @@ def test_train_with_momentum(student):
 def test_losses_are_epoch_means(student):
     """returns the mean batch loss of every epoch
 
-    ko: epoch마다 배치 손실의 평균을 반환
+    ko: 에포크마다 배치 손실의 평균을 반환
     """
     setup = make_setup(samples=9, features=2, outputs=3, batch_size=3, lr=0.0, momentum=0.0, epochs=2,
                        seed=7)

@@ -1,7 +1,7 @@
 import torch
 
 from grader.testing import (Feedback, Hint, Mistake, expect_close, expect_gradient, expect_leaf,
-                            expect_no_hand_made_grad, points, visible)
+                            expect_no_hand_made_grad, mean_for_sum, points, visible)
 
 NOT_RESET = ("g2 came out as 4x + 1: the first gradient (4x) was still in x.grad when backward() added "
              "the second one (ones). Gradients accumulate; reset the buffer between the two backward() "
@@ -45,7 +45,8 @@ def g1_mistakes(x):
 
 def g2_mistakes(x):
     x = x.detach()
-    return [Mistake(4 * x + 1, *NOT_RESET)]
+    return [Mistake(4 * x + 1, *NOT_RESET),
+            mean_for_sum(torch.ones_like(x), x.numel())]  # x.mean().backward() for x.sum(): ones / n
 
 
 @visible

@@ -55,7 +55,7 @@ def test_returns_three_x_squared(student):
 def test_gradient_is_left_in_x_grad(student):
     """x.grad holds 3x² after the call, and x is still the leaf it was given
 
-    ko: 호출 뒤 x.grad에 3x²이 있고, x는 받은 leaf 그대로임
+    ko: 호출 뒤 x.grad에 3x²이 있고, x는 받은 리프 그대로임
     """
     x = torch.randn(6, dtype=torch.float64).requires_grad_()
     done = call(student, x)
@@ -69,7 +69,7 @@ def test_gradient_is_left_in_x_grad(student):
 def test_a_leaf_made_inside_the_sandbox(student):
     """works on a leaf made inside the sandbox
 
-    ko: 샌드박스 안에서 만든 leaf에서도 동작
+    ko: 샌드박스 안에서 만든 리프에서도 동작
     """
     values = [0.5, -1.5, 2.0, 4.0]
     with hints_for_errors(ERRORS):
