@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from flask import Flask, request
+from flask_limiter.errors import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -110,8 +111,8 @@ def _http_error(exc: HTTPException):
     # Flask has logged a 500's exception already; its text stays in the log.
     message = "internal error; it has been logged" if status >= 500 else (exc.description or exc.name)
     headers = {k: v for k, v in exc.get_headers() if k.lower() in _KEPT_HEADERS}
-    if status == 429:
-        message = f"too many submissions: at most {exc.description}; try again later"
+    if isinstance(exc, RateLimitExceeded):  # its description is the limit; another 429 says why itself
+        message = f"too many requests: at most {exc.description}; try again later"
     return error_response(status, _HTTP_CODES.get(status, "http_error"), message, headers)
 
 

@@ -82,13 +82,15 @@ def hold_to_document(method: str, path: str, response) -> None:
     found = next(((template, ops) for pattern, template, ops in routes if pattern.match(local)), None)
     if found is None:
         if response.status_code == 404:
-            return  # a path the API does not have: Flask's 404, which the document cannot list
+            # A path the API does not have: no operation's, but the document's NotFound answer.
+            return _hold_to(doc, registry, doc["components"]["responses"]["NotFound"], f"{method} {path}", response)
         raise Drift(f"{method} {path} answered {response.status_code}, but the document has no such path")
     template, operations = found
     operation = operations.get(method.lower())
     if operation is None:
         if response.status_code == 405:
-            return
+            return _hold_to(doc, registry, doc["components"]["responses"]["MethodNotAllowed"],
+                            f"{method} {template}", response)
         raise Drift(f"{method} {template} answered {response.status_code}, but the document has no {method} there")
     responses = operation.get("responses", {})
     status = str(response.status_code)
@@ -96,7 +98,14 @@ def hold_to_document(method: str, path: str, response) -> None:
     if documented is None:
         raise Drift(f"{method} {template} answered {status}, which the document does not list "
                     f"(it lists {', '.join(sorted(responses))}); body: {response.get_data(as_text=True)[:300]}")
+    _hold_to(doc, registry, documented, f"{method} {template}", response)
+
+
+def _hold_to(doc: dict, registry, documented: dict, where: str, response) -> None:
+    """Raise Drift when the response is not the documented answer (its content type and body)."""
     documented = _resolve(doc, documented)
+    status = str(response.status_code)
+    method, _, template = where.partition(" ")
     content = documented.get("content", {})
     mimetype = response.mimetype or ""
     if not content:
@@ -113,7 +122,8 @@ def hold_to_document(method: str, path: str, response) -> None:
         body = json.loads(response.get_data(as_text=True))
     except ValueError as exc:
         raise Drift(f"{method} {template} {status}: the body is not JSON ({exc})") from None
-    validator = Draft202012Validator(schema, registry=registry)
+    # Formats are held too: a date-time without its zone is not one (RFC 3339).
+    validator = Draft202012Validator(schema, registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
     if errors:
         where = "; ".join(f"at {'/'.join(map(str, e.absolute_path)) or 'the top'}: {e.message[:200]}"

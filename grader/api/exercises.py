@@ -16,6 +16,7 @@ from grader.accounts.models import User
 from grader.catalog import drafts, is_slug, uploads
 from grader.authoring.check_table import CheckRow
 from grader.catalog.models import Exercise, Upload, UploadStatus
+from grader.courses.times import aware
 from grader.extensions import get_db, limiter
 
 # What a zip may be sent as; browsers and curl name it differently.
@@ -167,4 +168,5 @@ def get_exercise_check(check_id: int):
 
 
 def _iso(moment) -> str | None:
-    return moment.isoformat(timespec="seconds") if moment is not None else None
+    # The database keeps UTC without its zone; the document promises RFC 3339 date-times, which carry one.
+    return aware(moment).isoformat(timespec="seconds") if moment is not None else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from grader.courses.comments import MAX_BODY as COMMENT_MAX
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
+from grader.bundle import SLUG
 from grader.refusals import CODES
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
 
@@ -33,6 +34,17 @@ _AUTH_ERRORS = {
     "401": {"$ref": "#/components/responses/Unauthorized"},
     "403": {"$ref": "#/components/responses/Forbidden"},
 }
+
+# A whole request a client may start from: autograd-basics' function, for a student of the key's.
+_SUBMISSION_EXAMPLE = {
+    "exercise": "autograd-basics", "user": "student-42",
+    "source": "import torch\n\n\ndef grad_2xtx(x):\n    x = x.detach().requires_grad_(True)\n"
+              "    (2 * x @ x).backward()\n    return x.grad\n",
+}
+
+# What an exercise's slug is; any other is answered as not found.
+_SLUG = SLUG.pattern
+_SLUG_PARAMETER = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string", "pattern": _SLUG}}
 
 _TITLE = {"type": "object", "required": ["en"],
           "properties": {"en": {"type": "string"}, "ko": {"type": "string"}}}
@@ -68,7 +80,7 @@ SCHEMAS = {
     "Exercise": {
         "type": "object", "required": ["slug", "version", "title", "device", "max_score", "functions", "released"],
         "properties": {
-            "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "example": "autograd-basics"},
+            "slug": {"type": "string", "pattern": _SLUG, "example": "autograd-basics"},
             "version": {"type": "integer", "minimum": 1},
             "title": _TITLE,
             "device": {"type": "string", "enum": ["cpu", "cuda", "any"],
@@ -602,7 +614,7 @@ SCHEMAS = {
 
 
 def _paths() -> dict:
-    slug = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+    slug = _SLUG_PARAMETER
     submission_id = {"name": "submission_id", "in": "path", "required": True,
                      "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}}
     return {
@@ -674,10 +686,15 @@ def _paths() -> dict:
                            "not). A refused request stores nothing.",
             "x-required-scope": "submissions:write",
             "requestBody": {"required": True,
-                            "content": {"application/json": {"schema": _ref("NewSubmission")}}},
+                            "content": {"application/json": {"schema": _ref("NewSubmission"),
+                                                              "example": _SUBMISSION_EXAMPLE}}},
             "responses": {
                 "202": {**_ok("Queued; follow `url` (also in the Location header).", "SubmissionAccepted"),
-                        "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}}},
+                        "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}},
+                        # A generated client follows these; a practice run's is followed at getPracticeRun.
+                        "links": {"getSubmission": {
+                            "operationId": "getSubmission", "parameters": {"submission_id": "$response.body#/id"},
+                            "description": "The submission, as it is graded (not for a practice run)."}}},
                 "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
                 **_AUTH_ERRORS,
                 "413": _error(f"The source is over {MAX_SOURCE_BYTES} bytes, the notebook over "
@@ -744,7 +761,8 @@ def _paths() -> dict:
         "/practice-runs/{run_id}": {"get": {
             "operationId": "getPracticeRun", "summary": "A practice run's status, progress and report",
             "x-required-scope": "submissions:read",
-            "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "parameters": [{"name": "run_id", "in": "path", "required": True,
+                            "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}}],
             "responses": {"200": _ok("The practice run.", "PracticeRun"), **_AUTH_ERRORS,
                           "404": _error("No user of this key has a practice run with this id.",
                                         "practice_run_not_found")},
@@ -783,7 +801,7 @@ def _paths() -> dict:
 
 
 def _exercise_paths() -> dict:
-    slug = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+    slug = _SLUG_PARAMETER
     return {
         "/exercises/{slug}/versions": {"get": {
             "operationId": "listExerciseVersions", "summary": "An exercise's versions and their state",
@@ -923,7 +941,7 @@ def _course_paths() -> dict:
                            "each regrade is published or discarded on its own. Assignments with nothing to "
                            "regrade, or with a regrade running, are listed in `skipped` with the reason.",
             "x-required-scope": "grades:write",
-            "parameters": [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "parameters": [_SLUG_PARAMETER],
             "responses": {"202": _ok("Started.", "ExerciseRegrades"),
                           "200": _ok("Every assignment was skipped: `skipped` says why for each.",
                                      "ExerciseRegrades"),
@@ -968,12 +986,22 @@ def _course_paths() -> dict:
     }
 
 
+# Refusals of a body that come before a view reads it (or as it does), the same for every
+# operation that takes one: listed on each, unless the operation words its own.
+_BODY_REFUSALS = {"400": "MalformedBody", "413": "TooLarge", "415": "UnsupportedMediaType"}
+
+
 def _every_operation_may_fail(paths: dict) -> dict:
-    """Any operation can meet a fault of the service's own: it is answered as JSON, listed."""
+    """Any operation can meet a fault of the service's own, and one that takes a body can be
+    sent one that is not JSON, too large, or of another type: each answered as JSON, listed."""
     for item in paths.values():
         for operation in item.values():
             if isinstance(operation, dict) and "responses" in operation:
-                operation["responses"].setdefault("500", {"$ref": "#/components/responses/InternalError"})
+                responses = operation["responses"]
+                if "requestBody" in operation:
+                    for status, name in _BODY_REFUSALS.items():
+                        responses.setdefault(status, {"$ref": f"#/components/responses/{name}"})
+                responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
     return paths
 
 
@@ -988,8 +1016,12 @@ def document(server: str = "/api/v1") -> dict:
                                 "exercises its owner sees on the site, submits as its owner "
                                 "and reads their own submissions and practice runs, as the site "
                                 "shows them); each operation names the scope it needs in `x-required-scope`. "
-                                "Every error is `{\"error\": {\"code\", \"message\"}}`; unknown paths "
-                                "answer 404 `not_found`, wrong methods 405 `method_not_allowed`."},
+                                "Every error is `{\"error\": {\"code\", \"message\"}}`, also where it is refused "
+                                "before an operation runs: a missing or malformed `Authorization` header is 401, "
+                                "a body that is too large 413, of another content type 415, not UTF-8 or not "
+                                "JSON 400 (each operation lists those it can meet); unknown paths under this "
+                                "server answer 404 `not_found` and wrong methods 405 `method_not_allowed` "
+                                "(`components.responses` NotFound and MethodNotAllowed)."},
         "servers": [{"url": server}],
         "security": [{"bearerAuth": []}],
         "paths": _every_operation_may_fail(_paths()),
@@ -1001,6 +1033,18 @@ def document(server: str = "/api/v1") -> dict:
                 "Unauthorized": _error("No API key, or one that is wrong or revoked.",
                                        "missing_api_key", "invalid_api_key", "api_key_revoked"),
                 "Forbidden": _error("The API key lacks the operation's scope.", "insufficient_scope"),
+                "MalformedBody": _error("The body is not UTF-8, or not the JSON it says it is.", "body_not_utf8",
+                                        "malformed_json", "bad_request"),
+                "TooLarge": _error("The body is larger than the service reads for this operation; nothing of it "
+                                   "was read or stored.", "request_too_large"),
+                "UnsupportedMediaType": _error("The body is not of a content type the operation takes (JSON: "
+                                               "UTF-8 only).", "unsupported_media_type"),
+                # Answers of no operation: a path under /api/v1 that is none, a method a path does not take.
+                "NotFound": _error("No operation has this path (or a path parameter of the wrong kind: a "
+                                   "number's).", "not_found"),
+                "MethodNotAllowed": {**_error("The path takes other methods, which `Allow` lists.",
+                                              "method_not_allowed"),
+                                     "headers": {"Allow": {"schema": {"type": "string"}}}},
                 "InternalError": _error("A fault of the service's own; it has been logged, and the message "
                                         "says nothing more.", "internal_error"),
             },
