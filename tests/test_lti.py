@@ -350,6 +350,25 @@ def test_the_command_line_registers_and_lists_platforms(database_url, monkeypatc
                                         "--jwks-url", "https://x/j"], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 1 and "https URL" in refused.stderr
 
+    platform_id = listed.stdout.split("\t")[0]
+    disabled = subprocess.run(command + ["disable-platform", platform_id], cwd=ROOT, capture_output=True, text=True)
+    assert disabled.returncode == 0 and "disabled" in disabled.stderr
+    enabled = subprocess.run(command + ["enable-platform", platform_id], cwd=ROOT, capture_output=True, text=True)
+    assert enabled.returncode == 0 and f"platform {platform_id} enabled" in enabled.stderr
+    deleted = subprocess.run(command + ["delete-platform", platform_id, "--yes"], cwd=ROOT, capture_output=True,
+                             text=True)
+    assert deleted.returncode == 0, deleted.stderr
+    listed = subprocess.run(command + ["list-platforms"], cwd=ROOT, capture_output=True, text=True)
+    assert listed.stdout == ""  # deleted: no longer listed
+    gone = subprocess.run(command + ["disable-platform", platform_id], cwd=ROOT, capture_output=True, text=True)
+    assert gone.returncode == 1 and f"no registration {platform_id}" in gone.stderr
+    from grader import db
+    from grader.lti.models import LtiPlatformChange
+
+    with db.transaction(database_url) as session:  # the command line's changes are in its history
+        assert [c.action for c in session.query(LtiPlatformChange).order_by(LtiPlatformChange.id)] == \
+            ["created", "disabled", "enabled", "deleted"]
+
 
 # ------------------------------------------------------------------ assignments
 

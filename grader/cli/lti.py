@@ -1,4 +1,5 @@
-"""`grader lti ...` (register LMS platforms, list them, rotate the tool's signing key) and
+"""`grader lti ...` (register LMS platforms, list, disable, enable or delete them, rotate the
+tool's signing key) and
 `grader course sync-roster` (read an LMS course's roster)."""
 
 from __future__ import annotations
@@ -47,6 +48,45 @@ def list_platforms_command() -> None:
     with db.transaction() as session:
         for row in platforms.listed(session):
             click.echo(f"{row.id}\t{row.issuer}\t{row.client_id}\t{','.join(row.deployment_ids)}\t{row.name}")
+
+
+def _change(change, platform_id: int) -> bool:
+    db.upgrade()
+    try:
+        with db.transaction() as session:
+            return change(session, platform_id)
+    except platforms.PlatformError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@lti_group.command("disable-platform")
+@click.argument("platform_id", type=int)
+def disable_platform_command(platform_id: int) -> None:
+    """Refuse a platform's launches and send it no scores or roster requests; its courses,
+    users and scores stay, and `enable-platform` takes it back."""
+    done = _change(platforms.disable, platform_id)
+    click.echo(f"platform {platform_id} {'disabled' if done else 'was disabled already'}", err=True)
+
+
+@lti_group.command("enable-platform")
+@click.argument("platform_id", type=int)
+def enable_platform_command(platform_id: int) -> None:
+    """Take a disabled platform's launches again."""
+    done = _change(platforms.enable, platform_id)
+    click.echo(f"platform {platform_id} {'enabled' if done else 'was not disabled'}", err=True)
+
+
+@lti_group.command("delete-platform")
+@click.argument("platform_id", type=int)
+@click.option("--yes", is_flag=True, help="Delete without asking.")
+def delete_platform_command(platform_id: int, yes: bool) -> None:
+    """Delete a registration. Its courses, users, submissions and history stay; its
+    launches are refused as unknown, and the same issuer and client id may be registered
+    again (as a new registration, whose LMS users start as new accounts)."""
+    if not yes:
+        click.confirm(f"Delete platform {platform_id}? Its launches will be refused", abort=True)
+    _change(platforms.delete, platform_id)
+    click.echo(f"platform {platform_id} deleted; its courses and their work stay", err=True)
 
 
 @lti_group.command("rotate-key")
