@@ -16,9 +16,10 @@ from tests.live import publish_basics, serve, start_worker, stop
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Slow enough (0.4 s a call) that the progress bar is seen moving before the report.
+# Slow enough (1 s a call) that the progress bar is seen moving before the report, whose polls
+# come at most two seconds apart, even on a loaded machine.
 SLOW_WRONG = (BASICS / "mutants" / "backward_twice.py").read_text().replace(
-    "def grad_2xtx(x):", "def grad_2xtx(x):\n    __import__('time').sleep(0.4)", 1)
+    "def grad_2xtx(x):", "def grad_2xtx(x):\n    __import__('time').sleep(1)", 1)
 RIGHT = (BASICS / "solution.py").read_text()
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)]

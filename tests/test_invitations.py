@@ -367,7 +367,9 @@ def test_gunicorns_access_log_keeps_a_links_start_only(prof, database_url, tmp_p
     try:
         for _ in range(100):
             try:
-                if requests.get(f"http://127.0.0.1:{port}{link}", timeout=2).status_code == 200:
+                # Quick to refuse a connection before gunicorn listens; a first answer may be slow
+                # on a loaded machine (the worker makes the app and opens the database then).
+                if requests.get(f"http://127.0.0.1:{port}{link}", timeout=(2, 30)).status_code == 200:
                     break
             except requests.ConnectionError:
                 time.sleep(0.2)
