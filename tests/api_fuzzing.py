@@ -136,6 +136,7 @@ def _example(case, response) -> str:
 def fuzz(app, database_url: str, world: World, examples: dict[str, int] = BOUNDED,
          derandomize: bool = True, only: str | None = None, timings: dict | None = None) -> list[Finding]:
     """Every operation, every way of calling it; the findings, one per distinct failure."""
+    schemathesis.experimental.OPEN_API_3_1.enable()  # the document is 3.1 (JSON Schema 2020-12)
     schema = schemathesis.from_wsgi("/api/v1/openapi.json", app)
     findings: dict[Finding, None] = {}
     for result in schema.get_all_operations():

@@ -6,8 +6,7 @@ gives for that status, fails the test that got it. So a view that drifts from it
 contract (a renamed field, a new error code, a status nobody wrote down) cannot pass
 unnoticed, whichever test happens to exercise it.
 
-The document is OpenAPI 3.0: its schemas are JSON Schema but for `nullable`, which is
-turned into a type that also allows null before validating.
+The document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12.
 """
 
 from __future__ import annotations
@@ -29,23 +28,18 @@ class Drift(AssertionError):
     """An API response that its operation's documentation does not allow."""
 
 
-def _nullable(node):
+def _for_validation(node):
+    """The document as jsonschema validates it: examples left out, and refs absolute, so that
+    an inline schema's refs resolve too. (It is OpenAPI 3.1, with no 3.0 ``nullable`` left:
+    grader.api.openapi writes those as type lists.)"""
     if isinstance(node, dict):
-        node = {key: _nullable(value) for key, value in node.items()}
-        if node.pop("nullable", False):
-            kind = node.get("type")
-            if isinstance(kind, str):
-                node["type"] = [kind, "null"]
-            elif "enum" in node:
-                node["enum"] = [*node["enum"], None]
-            else:
-                node = {"anyOf": [node, {"type": "null"}]}
-        node.pop("example", None)
+        assert "nullable" not in node, "a 3.0 nullable in the 3.1 document"
+        node = {key: _for_validation(value) for key, value in node.items() if key != "example"}
         if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
-            node["$ref"] = BASE + node["$ref"]  # absolute, so an inline schema's refs resolve too
+            node["$ref"] = BASE + node["$ref"]
         return node
     if isinstance(node, list):
-        return [_nullable(item) for item in node]
+        return [_for_validation(item) for item in node]
     return node
 
 
@@ -53,7 +47,7 @@ def _nullable(node):
 def _contract():
     from grader.api.openapi import document
 
-    doc = _nullable(copy.deepcopy(document()))
+    doc = _for_validation(copy.deepcopy(document()))
     registry = Registry().with_resource(BASE, Resource(contents=doc, specification=DRAFT202012))
     routes = []
     for template, operations in doc["paths"].items():

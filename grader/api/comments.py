@@ -12,33 +12,20 @@ from flask import g, jsonify
 
 from grader.accounts.models import User
 from grader.api.courses import _by
-from grader.api.views import _SUBMISSION_ID, ApiError, _json_body, _json_type, _own_assignment, bp, comment_json, \
-    requires
+from grader.api.bodies import NewComment, parse
+from grader.api.views import _SUBMISSION_ID, ApiError, _own_assignment, bp, comment_json, requires
 from grader.courses import access, comments
 from grader.extensions import get_db
 from grader.submissions.models import Submission
 
-_COMMENT_FIELDS = ("body", "line")
-
-
 @bp.post("/submissions/<submission_id>/comments")
 @requires("grades:write", personal="submissions:write")
 def create_comment(submission_id: str):
-    body = _json_body()
-    unknown = sorted(set(body) - set(_COMMENT_FIELDS))
-    if unknown:
-        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_COMMENT_FIELDS)}")
-    if "body" not in body:
-        raise ApiError("missing_field", "missing required fields ['body']")
-    if not isinstance(body["body"], str):
-        raise ApiError("wrong_type", f"'body' must be a string, not {_json_type(body['body'])}")
-    line = body.get("line")
-    if line is not None and type(line) is not int:
-        raise ApiError("wrong_type", f"'line' must be a whole number or null, not {_json_type(line)}")
+    body = parse(NewComment)
     with get_db() as session:
         row = _commentable(session, submission_id)
         author = session.get(User, g.caller.user_id) if g.caller.user_id is not None else None
-        made = comments.add(session, row, body["body"], line, author=author, author_name=_by())
+        made = comments.add(session, row, body.body, body.line, author=author, author_name=_by())
         payload = comment_json(made)
     response = jsonify(payload)
     response.status_code = 201

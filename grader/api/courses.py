@@ -9,7 +9,8 @@ from flask import Response, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 
 from grader import submissions
-from grader.api.views import ApiError, _check_user, _json_body, _own_assignment, bp, requires
+from grader.api.bodies import Members, NewAssignment, NewCourse, NewExtension, NewOverride, parse, user_problem
+from grader.api.views import ApiError, _own_assignment, bp, requires
 from grader import courses
 from grader.courses import analytics, regrades, similarity
 from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
@@ -17,22 +18,6 @@ from grader.courses.models import Assignment, Course, Regrade
 from grader.courses.times import aware
 from grader.exports import attachment
 from grader.extensions import get_db
-
-_COURSE_FIELDS = ("title", "code", "time_zone")
-_ASSIGNMENT_FIELDS = ("exercise", "due_at", "title", "opens_at", "late_until", "late_policy", "late_percent",
-                      "late_cap", "attempts", "cooldown_minutes", "counts", "feedback", "version",
-                      "time_limit_minutes")
-
-
-def _fields(body: dict, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
-    unknown = sorted(set(body) - set(known))
-    if unknown:
-        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(known)}")
-    missing = [name for name in required if name not in body]
-    if missing:
-        raise ApiError("missing_field", f"missing required fields {missing}")
-    return body
-
 
 def _course(session, course_id: int) -> Course:
     course = session.get(Course, course_id) if course_id < 2**31 else None
@@ -47,11 +32,13 @@ def _assignment(session, assignment_id: int) -> tuple[Assignment, Course]:
 
 
 def _user(session, user: str, name: str = ""):
-    """One of the key's own users, made on first sight (as a submission would)."""
-    if not isinstance(user, str):
-        raise ApiError("wrong_type", "'user' must be a string")
+    """One of the key's own users, made on first sight (as a submission would); a roster's
+    are checked here, a body's ``user`` by its model already."""
+    problem = user_problem(user)
+    if problem:
+        raise ApiError("invalid_user", problem)
     try:
-        return submissions.api_user(session, g.caller.key_id, _check_user(user),
+        return submissions.api_user(session, g.caller.key_id, user,
                                     new_per_hour=current_app.config["API_NEW_USERS_PER_HOUR"])
     except submissions.SubmissionError as exc:
         raise ApiError(exc.code, exc.message) from None
@@ -85,10 +72,9 @@ def _created(payload: dict) -> Response:
 @bp.post("/courses")
 @requires("courses:write")
 def create_course():
-    body = _fields(_json_body(), _COURSE_FIELDS, ("title", "code"))
+    body = parse(NewCourse)
     with get_db() as session:
-        course = courses.create_course(session, title=body["title"], code=body["code"],
-                                       time_zone=body.get("time_zone"), api_key_id=g.caller.key_id)
+        course = courses.create_course(session, **body.model_dump(), api_key_id=g.caller.key_id)
         return _created(course_json(session, course))
 
 
@@ -110,10 +96,7 @@ def put_members(course_id: int):
             raise ApiError("body_not_utf8", "the CSV is not UTF-8 text") from None
         rows = None
     else:
-        body = _fields(_json_body(), ("members",), ("members",))
-        rows = body["members"]
-        if not isinstance(rows, list):
-            raise ApiError("wrong_type", "'members' must be an array of objects with user, name and role")
+        rows = [member.model_dump(exclude_none=True) for member in parse(Members).members]
     with get_db() as session:
         course = _course(session, course_id)
         rows = courses.roster_rows(text) if rows is None else rows
@@ -127,10 +110,11 @@ def put_members(course_id: int):
 @bp.post("/courses/<int:course_id>/assignments")
 @requires("courses:write")
 def create_assignment(course_id: int):
-    body = _fields(_json_body(), _ASSIGNMENT_FIELDS, ("exercise", "due_at"))
+    body = parse(NewAssignment)
     with get_db() as session:
         course = _course(session, course_id)
-        assignment = courses.create_assignment(session, course, **body, key_id=g.caller.key_id)
+        assignment = courses.create_assignment(session, course, **body.model_dump(exclude_unset=True),
+                                               key_id=g.caller.key_id)
         return _created(assignment_json(assignment, course))
 
 
@@ -153,13 +137,13 @@ def get_gradebook(course_id: int):
 @bp.post("/assignments/<int:assignment_id>/extensions")
 @requires("grades:write")
 def grant_extension(assignment_id: int):
-    body = _fields(_json_body(), ("user", "due_at", "extra_attempts", "extra_minutes", "reason"), ("user", "reason"))
+    body = parse(NewExtension)
     with get_db() as session:
         assignment, course = _assignment(session, assignment_id)
-        extension = courses.grant_extension(session, assignment, _user(session, body["user"]),
-                                            due_at=body.get("due_at"), extra_attempts=body.get("extra_attempts"),
-                                            extra_minutes=body.get("extra_minutes"), reason=body["reason"], by=_by())
-        made = {"assignment": assignment.id, "user": body["user"],
+        extension = courses.grant_extension(session, assignment, _user(session, body.user), due_at=body.due_at,
+                                            extra_attempts=body.extra_attempts, extra_minutes=body.extra_minutes,
+                                            reason=body.reason, by=_by())
+        made = {"assignment": assignment.id, "user": body.user,
                 "due_at": courses.shown(extension.due_at, course) or None,
                 "extra_attempts": extension.extra_attempts, "extra_minutes": extension.extra_minutes,
                 "reason": extension.reason}
@@ -171,12 +155,12 @@ def grant_extension(assignment_id: int):
 @bp.post("/assignments/<int:assignment_id>/overrides")
 @requires("grades:write")
 def set_override(assignment_id: int):
-    body = _fields(_json_body(), ("user", "score", "reason"), ("user", "score", "reason"))
+    body = parse(NewOverride)
     with get_db() as session:
         assignment, course = _assignment(session, assignment_id)
-        override = courses.set_override(session, assignment, _user(session, body["user"]), score=body["score"],
-                                        reason=body["reason"], by=_by())
-        made = {"assignment": assignment.id, "user": body["user"], "score": override.score,
+        override = courses.set_override(session, assignment, _user(session, body.user), score=body.score,
+                                        reason=body.reason, by=_by())
+        made = {"assignment": assignment.id, "user": body.user, "score": override.score,
                 "reason": override.reason, "set_by": override.set_by,
                 "set_at": courses.shown(override.set_at, course)}
         student_id = override.user_id

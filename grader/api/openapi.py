@@ -1,12 +1,14 @@
-"""The OpenAPI 3.0 document of /api/v1.
+"""The OpenAPI 3.1 document of /api/v1.
 
-Written by hand, next to the views it describes; tests/test_api.py keeps the two
-in step (every route documented with its methods, every documented path routed).
+The request bodies' schemas are generated from their models (grader.api.bodies), which
+also check the requests; the rest is written by hand, next to the views it describes.
+tests/test_api.py keeps the two in step (every route documented with its methods, every
+documented path routed), and tests/openapi_check.py holds every response to it.
 """
 
 from __future__ import annotations
 
-from grader.courses.comments import MAX_BODY as COMMENT_MAX
+from grader.api import bodies
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
 from grader.bundle import SLUG
 from grader.refusals import CODES
@@ -35,16 +37,53 @@ _AUTH_ERRORS = {
     "403": {"$ref": "#/components/responses/Forbidden"},
 }
 
-# A whole request a client may start from: autograd-basics' function, for a student of the key's.
-_SUBMISSION_EXAMPLE = {
-    "exercise": "autograd-basics", "user": "student-42",
-    "source": "import torch\n\n\ndef grad_2xtx(x):\n    x = x.detach().requires_grad_(True)\n"
-              "    (2 * x @ x).backward()\n    return x.grad\n",
-}
-
 # What an exercise's slug is; any other is answered as not found.
 _SLUG = SLUG.pattern
 _SLUG_PARAMETER = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string", "pattern": _SLUG}}
+
+def _untitled(node):
+    """The schema without the titles pydantic gives every field (its name, capitalised; a
+    property named "title" is a schema, a dict, and stays) or null defaults (absent is none)."""
+    if isinstance(node, dict):
+        return {key: _untitled(value) for key, value in node.items()
+                if not (key == "title" and isinstance(value, str)) and not (key == "default" and value is None)}
+    if isinstance(node, list):
+        return [_untitled(item) for item in node]
+    return node
+
+
+def _request_schemas() -> dict:
+    """Each request body's schema, from its model; the models they use ($defs) beside them."""
+    found = {}
+    for model in (bodies.NewSubmission, bodies.NewComment, bodies.NewWebhook, bodies.NewCourse, bodies.Members,
+                  bodies.NewAssignment, bodies.NewExtension, bodies.NewOverride):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        found.update(schema.pop("$defs", {}))
+        found[model.__name__] = schema
+    return _untitled(found)
+
+
+REQUEST_SCHEMAS = _request_schemas()
+
+
+def _as_3_1(node):
+    """OpenAPI 3.0's ``nullable``, in which the response schemas are written, as 3.1 says it:
+    a type that also allows null."""
+    if isinstance(node, dict):
+        node = {key: _as_3_1(value) for key, value in node.items()}
+        if node.pop("nullable", False):
+            kind = node.get("type")
+            if isinstance(kind, str):
+                node["type"] = [kind, "null"]
+            elif "enum" in node:
+                node["enum"] = [*node["enum"], None]
+            else:
+                node = {"anyOf": [node, {"type": "null"}]}
+        return node
+    if isinstance(node, list):
+        return [_as_3_1(item) for item in node]
+    return node
+
 
 _TITLE = {"type": "object", "required": ["en"],
           "properties": {"en": {"type": "string"}, "ko": {"type": "string"}}}
@@ -167,41 +206,6 @@ SCHEMAS = {
                 "checked_at": {"type": "string", "format": "date-time", "nullable": True},
                 "error": {"type": "string", "nullable": True}}}}},
     },
-    "NewSubmission": {
-        "type": "object", "additionalProperties": False,
-        "description": "Names an exercise (on its own, graded against its published version) or an "
-                       "assignment of one of this key's courses (for a personal token: of a course its "
-                       "owner is a member of; under its rules, against the version it pinned), not both; and sends the code as a `source` or a `notebook`, exactly one of "
-                       "them. With `\"practice\": true` it is a practice run instead.",
-        "properties": {
-            "exercise": {"type": "string", "description": "The exercise's slug.", "example": "autograd-basics"},
-            "assignment": {"type": "integer", "description": "An assignment's id."},
-            "source": {"type": "string", "minLength": 1,
-                       "description": f"The Python source, at most {MAX_SOURCE_BYTES} bytes as UTF-8, "
-                                      "not blank, no NUL characters."},
-            "notebook": {"type": "object", "additionalProperties": True,
-                         "description": "A Jupyter notebook (the .ipynb file's JSON object, nbformat 4, at most "
-                                        f"{MAX_NOTEBOOK_BYTES} bytes and {MAX_NOTEBOOK_CELLS} cells) in place "
-                                        "of `source`. What is graded is its code cells in order, less those "
-                                        "tagged `skip-grading`, each after a line `# %% cell N` (N counts "
-                                        "every cell from 1), with IPython magics and shell commands (lines "
-                                        "starting a statement with `%` or `!`, `x = !cmd`, `x = %magic`, "
-                                        "and whole `%%` cells) turned into comments; that Python is held "
-                                        f"to the {MAX_SOURCE_BYTES} bytes of a source. A notebook that is "
-                                        "not JSON, not nbformat 4, invalid, or has no code is 422 "
-                                        "`notebook_invalid`, the message saying what is wrong."},
-            "user": {"type": "string", "minLength": 1, "maxLength": 480,
-                     "description": "Your id for the student; the grader makes a user on first sight. "
-                                    "Required with a service's key; refused with a personal token, which "
-                                    "submits as its owner."},
-            "practice": {"type": "boolean", "default": False,
-                         "description": "A practice run: the code runs against the exercise's visible tests "
-                                        "alone, through the same queue and sandbox, and counts for nothing "
-                                        "(no best score, no attempt of an assignment, whose rules and window "
-                                        "do not apply to it; no gradebook, LMS passback or webhook). Limited "
-                                        "per user apart from submissions. Follow `url`: a PracticeRun."},
-        },
-    },
     "SubmissionAccepted": {
         "type": "object", "required": ["id", "url", "status"],
         "properties": {
@@ -303,18 +307,6 @@ SCHEMAS = {
                                  "lines": {"type": "integer"}}}}}},
         },
     },
-    "NewComment": {
-        "type": "object", "required": ["body"], "additionalProperties": False,
-        "properties": {
-            "body": {"type": "string", "minLength": 1, "maxLength": COMMENT_MAX,
-                     "description": f"Plain text, at most {COMMENT_MAX} characters (not blank; line ends and tabs "
-                                    "are the only control characters taken). Kept as written and shown escaped."},
-            "line": {"type": "integer", "minimum": 1, "nullable": True,
-                     "description": "A line of the submission's graded source (a notebook's: of the Python made "
-                                    "from it), from 1; absent or null: a comment on the whole submission. A line "
-                                    "outside the source is 422 `line_not_in_source`."},
-        },
-    },
     "Comment": {
         "type": "object", "required": ["id", "body", "line", "author", "created_at"],
         "additionalProperties": False,
@@ -327,11 +319,6 @@ SCHEMAS = {
                                                         "member's name, or `API key <prefix>`."},
             "created_at": {"type": "string", "format": "date-time"},
         },
-    },
-    "NewWebhook": {
-        "type": "object", "required": ["url"], "additionalProperties": False,
-        "properties": {"url": {"type": "string", "format": "uri", "maxLength": 2000,
-                               "description": "Where results are POSTed (http or https)."}},
     },
     "Webhook": {
         "type": "object", "required": ["id", "url", "secret", "events"],
@@ -348,61 +335,17 @@ SCHEMAS = {
         },
     },
     **{
-        "NewCourse": {
-            "type": "object", "required": ["title", "code"], "additionalProperties": False,
-            "properties": {"title": {"type": "string", "maxLength": 500},
-                           "code": {"type": "string", "maxLength": 200,
-                                    "description": "Unique on the site, whatever its case (DL101)."},
-                           "time_zone": {"type": "string", "example": "Asia/Seoul",
-                                         "description": "An IANA name; every time of the course is shown in it "
-                                                        "(default UTC)."}},
-        },
         "Course": {
             "type": "object", "required": ["id", "title", "code", "time_zone", "assignments"],
             "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "code": {"type": "string"},
                            "time_zone": {"type": "string"},
                            "assignments": {"type": "array", "items": _ref("Assignment")}},
         },
-        "Members": {
-            "type": "object", "required": ["members"], "additionalProperties": False,
-            "properties": {"members": {"type": "array", "items": {
-                "type": "object", "anyOf": [{"required": ["user"]}, {"required": ["email"]}],
-                "properties": {"user": {"type": "string", "description": "Your id for the person, as in submissions."},
-                               "email": {"type": "string", "format": "email", "description":
-                                         "A local account's address: found, or made without a password and "
-                                         "mailed a link to choose one, so the person signs in on the site."},
-                               "name": {"type": "string"},
-                               "role": {"type": "string", "enum": ["student", "ta", "instructor"]}}}}},
-        },
         "Roster": {
             "type": "object", "required": ["added", "changed", "members"],
             "properties": {"added": {"type": "array", "items": {"type": "string"}},
                            "changed": {"type": "array", "items": {"type": "string"}},
                            "members": {"type": "array", "items": {"type": "object"}}},
-        },
-        "NewAssignment": {
-            "type": "object", "required": ["exercise", "due_at"], "additionalProperties": False,
-            "description": "Times are ISO 8601 with their zone (2026-12-10T23:59+09:00).",
-            "properties": {
-                "exercise": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
-                "title": {"type": "string"}, "opens_at": {"type": "string", "format": "date-time"},
-                "late_until": {"type": "string", "format": "date-time",
-                               "description": "Late submissions are taken until then; none without it."},
-                "late_policy": {"type": "string", "enum": ["none", "per_day", "per_hour"]},
-                "late_percent": {"type": "number", "minimum": 0, "maximum": 100,
-                                 "description": "Lost per begun day or hour late."},
-                "late_cap": {"type": "number", "minimum": 0, "maximum": 100},
-                "attempts": {"type": "integer", "minimum": 1}, "cooldown_minutes": {"type": "integer", "minimum": 0},
-                "counts": {"type": "string", "enum": ["best", "latest"]},
-                "feedback": {"type": "string", "enum": ["immediate", "after_due"],
-                             "description": "When students see their hidden tests' results."},
-                "version": {"type": "integer", "description": "The exercise version to pin (default: the one "
-                                                             "published now)."},
-                "time_limit_minutes": {"type": "integer", "minimum": 1, "maximum": 10080,
-                                       "description": "A timed assignment: each student has this many minutes "
-                                                      "from when they start it (at most a week), ending sooner "
-                                                      "if the assignment closes first; absent: untimed."},
-            },
         },
         "Assignment": {
             "type": "object", "required": ["id", "course", "exercise", "version", "title", "due_at"],
@@ -457,16 +400,6 @@ SCHEMAS = {
                                            "start plus their time limit, or the close date if sooner. A "
                                            "submission after it is refused with time_up."}},
         },
-        "NewExtension": {
-            "type": "object", "required": ["user", "reason"], "additionalProperties": False,
-            "properties": {"user": {"type": "string"}, "due_at": {"type": "string", "format": "date-time"},
-                           "extra_attempts": {"type": "integer", "minimum": 0},
-                           "extra_minutes": {"type": "integer", "minimum": 0,
-                                             "description": "Minutes on top of a timed assignment's limit for this "
-                                                            "student. A later due date alone never lengthens the "
-                                                            "limit."},
-                           "reason": {"type": "string", "description": "Shown to the student."}},
-        },
         "Extension": {"type": "object", "required": ["assignment", "user", "extra_attempts", "reason"],
                       "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
                                      "due_at": {"type": "string", "nullable": True},
@@ -504,11 +437,6 @@ SCHEMAS = {
         "OverrideList": {"type": "object", "required": ["assignment", "overrides"],
                          "properties": {"assignment": {"type": "integer"},
                                         "overrides": {"type": "array", "items": _ref("ListedOverride")}}},
-        "NewOverride": {
-            "type": "object", "required": ["user", "score", "reason"], "additionalProperties": False,
-            "properties": {"user": {"type": "string"}, "score": {"type": "number", "minimum": 0},
-                           "reason": {"type": "string"}},
-        },
         "Override": {"type": "object", "required": ["assignment", "user", "score", "reason", "set_by", "set_at"],
                      "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
                                     "score": {"type": "number"}, "reason": {"type": "string"},
@@ -685,9 +613,7 @@ def _paths() -> dict:
                            "422 `unknown_exercise` (the URL exists; the body names something that does "
                            "not). A refused request stores nothing.",
             "x-required-scope": "submissions:write",
-            "requestBody": {"required": True,
-                            "content": {"application/json": {"schema": _ref("NewSubmission"),
-                                                              "example": _SUBMISSION_EXAMPLE}}},
+            "requestBody": _json_body("NewSubmission"),
             "responses": {
                 "202": {**_ok("Queued; follow `url` (also in the Location header).", "SubmissionAccepted"),
                         "headers": {"Location": {"schema": {"type": "string", "format": "uri"}}},
@@ -742,7 +668,7 @@ def _paths() -> dict:
                            "released (at once, or after the due date where the assignment holds it); they are "
                            "mailed then. A refused request stores nothing.",
             "x-required-scope": "grades:write", "parameters": [submission_id],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("NewComment")}}},
+            "requestBody": _json_body("NewComment"),
             "responses": {
                 "201": _ok("The comment as stored.", "Comment"),
                 "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
@@ -772,8 +698,7 @@ def _paths() -> dict:
             "description": "When a submission made with this API key is graded (or cannot be), its "
                            "result is POSTed to `url`, signed with the secret returned here once.",
             "x-required-scope": "submissions:write",
-            "requestBody": {"required": True,
-                            "content": {"application/json": {"schema": _ref("NewWebhook")}}},
+            "requestBody": _json_body("NewWebhook"),
             "responses": {
                 "201": _ok("Registered; keep the secret, it is not shown again.", "Webhook"),
                 "400": _error("The body is not UTF-8 or not JSON.", "body_not_utf8", "malformed_json"),
@@ -820,8 +745,12 @@ def _exercise_paths() -> dict:
     }
 
 
-def _json_body(schema: str) -> dict:
-    return {"required": True, "content": {"application/json": {"schema": _ref(schema)}}}
+def _json_body(schema: str, also: dict | None = None) -> dict:
+    """A JSON body of a model's schema, with the model's first example for a client to start from."""
+    media = {"schema": _ref(schema)}
+    if REQUEST_SCHEMAS[schema].get("examples"):
+        media["example"] = REQUEST_SCHEMAS[schema]["examples"][0]
+    return {"required": True, "content": {"application/json": media, **(also or {})}}
 
 
 def _course_paths() -> dict:
@@ -852,8 +781,7 @@ def _course_paths() -> dict:
                            "password. Every line is checked first: one bad line imports nothing, and the error "
                            "names the lines.",
             "x-required-scope": "courses:write", "parameters": ids("course_id"),
-            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("Members")},
-                                                          "text/csv": {"schema": {"type": "string"}}}},
+            "requestBody": _json_body("Members", also={"text/csv": {"schema": {"type": "string"}}}),
             "responses": {"200": _ok("The course's members now.", "Roster"), **_AUTH_ERRORS, **course_missing,
                           "422": _error("A line is not a member.", *bad, "invalid_roster", "invalid_user")}}},
         "/courses/{course_id}/assignments": {"post": {
@@ -1007,7 +935,7 @@ def _every_operation_may_fail(paths: dict) -> dict:
 
 def document(server: str = "/api/v1") -> dict:
     return {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {"title": "autograd-grader API", "version": "1",
                  "description": "Grades PyTorch autograd exercises. Every request but this document's "
                                 "needs an API key (`grader api-key create --scope ...`) as a bearer "
@@ -1024,11 +952,11 @@ def document(server: str = "/api/v1") -> dict:
                                 "(`components.responses` NotFound and MethodNotAllowed)."},
         "servers": [{"url": server}],
         "security": [{"bearerAuth": []}],
-        "paths": _every_operation_may_fail(_paths()),
+        "paths": _as_3_1(_every_operation_may_fail(_paths())),
         "components": {
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
                                                "description": "An API key: gk_<prefix>_<secret>."}},
-            "schemas": SCHEMAS,
+            "schemas": _as_3_1({**SCHEMAS, **REQUEST_SCHEMAS}),
             "responses": {
                 "Unauthorized": _error("No API key, or one that is wrong or revoked.",
                                        "missing_api_key", "invalid_api_key", "api_key_revoked"),

@@ -8,7 +8,6 @@ engine; the web process only ever sends tasks by name.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import re
@@ -25,6 +24,7 @@ from grader.courses import comments
 from grader.courses.models import Assignment, Course
 from grader.courses.times import aware
 from grader.db import now
+from grader.api.bodies import NewSubmission, NewWebhook, parse
 from grader.api.openapi import document
 from grader.refusals import Refused
 from grader.extensions import bearer, get_db, limiter, one_at_a_time, verified_bearer
@@ -36,13 +36,6 @@ log = logging.getLogger(__name__)
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
-# Fields of POST /submissions; anything else is refused, so a typo is not silently ignored.
-# It names an exercise (on its own) or an assignment of one of the key's courses, not both.
-# The code is a "source" (Python text) or a "notebook" (the .ipynb's JSON object), not both.
-# "practice": true makes it a practice run (grader.api.practice), counted for nothing.
-# "user" names the key's own user; a personal token has one user, its owner, and takes none.
-_SUBMISSION_FIELDS = ("exercise", "assignment", "source", "notebook", "user", "practice")
-_USER_MAX = 480  # users.external_id's width, less the key's namespace ("api:<key id>:")
 
 
 class ApiError(Refused):
@@ -107,84 +100,6 @@ def _authenticate() -> keys.Caller:
 
 # ------------------------------------------------------------------ submissions
 
-def _json_body() -> dict:
-    if request.mimetype != "application/json":
-        raise ApiError("unsupported_media_type",
-                       f"send the body as application/json, not {request.mimetype or 'no content type'!r}")
-    charset = request.mimetype_params.get("charset", "utf-8").lower()
-    if charset not in ("utf-8", "utf8"):
-        raise ApiError("unsupported_media_type", f"JSON must be UTF-8, not {charset!r}")
-    raw = request.get_data(cache=False)
-    try:
-        text = raw.decode("utf-8")  # strictly: json.loads would also guess UTF-16 and UTF-32
-    except UnicodeDecodeError as exc:
-        raise ApiError("body_not_utf8", f"the body is not UTF-8 text (byte {exc.start})") from None
-    try:
-        body = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ApiError("malformed_json", f"the body is not valid JSON: {str(exc)[:200]}") from None
-    if not isinstance(body, dict):
-        raise ApiError("invalid_body", "the body must be a JSON object")
-    return body
-
-
-def _submission_fields(body: dict) -> tuple[str | int, str | submissions.Notebook, str]:
-    unknown = sorted(set(body) - set(_SUBMISSION_FIELDS))
-    if unknown:
-        raise ApiError("unknown_field", f"unknown fields {unknown}; known: {list(_SUBMISSION_FIELDS)}")
-    target = [name for name in ("exercise", "assignment") if name in body]
-    given = [name for name in ("source", "notebook") if name in body]
-    personal = g.caller.user_id is not None
-    if personal and "user" in body:
-        raise ApiError("invalid_body", "a personal token submits as its owner: leave out 'user'")
-    missing = (([] if given else ["source (or notebook)"])
-               + ([] if personal or "user" in body else ["user"]) + ([] if target else ["exercise"]))
-    if missing:
-        raise ApiError("missing_field", f"missing required fields {missing}")
-    if len(target) > 1:
-        raise ApiError("invalid_body", "name an exercise or an assignment, not both")
-    if len(given) > 1:
-        raise ApiError("invalid_body", "send a source or a notebook, not both")
-    for name in ("source", "user", "exercise"):
-        if name in body and not isinstance(body[name], str):
-            raise ApiError("wrong_type", f"{name!r} must be a string, not {_json_type(body[name])}")
-    if "notebook" in body and not isinstance(body["notebook"], dict):
-        raise ApiError("wrong_type", f"'notebook' must be an object (the notebook's JSON), "
-                                     f"not {_json_type(body['notebook'])}")
-    if "practice" in body and type(body["practice"]) is not bool:
-        raise ApiError("wrong_type", f"'practice' must be true or false, not {_json_type(body['practice'])}")
-    if "assignment" in body and type(body["assignment"]) is not int:
-        raise ApiError("wrong_type", f"'assignment' must be a number, not {_json_type(body['assignment'])}")
-    code = body["source"] if "source" in body else submissions.Notebook(body["notebook"])
-    return body[target[0]], code, body.get("user")
-
-
-def _json_type(value) -> str:
-    return {dict: "an object", list: "an array", bool: "a boolean", int: "a number",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _check_user(user: str | None) -> str | None:
-    if user is None:  # a personal token's
-        return None
-    if not user.strip():
-        raise ApiError("invalid_user", "'user' must not be empty")
-    if len(user) > _USER_MAX:
-        raise ApiError("invalid_user", f"'user' is {len(user)} characters; the limit is {_USER_MAX}")
-    if not _is_text(user) or any(ord(c) < 32 or ord(c) == 127 for c in user):
-        raise ApiError("invalid_user", "'user' must be printable text")
-    return user
-
-
-def _is_text(value: str) -> bool:
-    """JSON's \\ud800-style escapes can make unpaired surrogates, which no database stores."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _submission_limit() -> str:
     return current_app.config["SUBMISSION_RATE_LIMIT"]
 
@@ -226,12 +141,12 @@ def _accepted(response) -> bool:
 @limiter.limit(_key_limit, key_func=_key_prefix, deduct_when=_accepted)
 @requires("submissions:write")
 def create_submission():
-    body = _json_body()
-    target, source, user = _submission_fields(body)
-    user = _check_user(user)
-    practice_run = body.get("practice") is True
-    if isinstance(source, str) and not _is_text(source):
-        raise ApiError("source_not_utf8", "the source contains an unpaired surrogate")
+    # Names an exercise or an assignment, sends a source or a notebook (bodies.NewSubmission);
+    # "practice": true makes it a practice run (grader.api.practice), counted for nothing.
+    body = parse(NewSubmission, personal=g.caller.user_id is not None)
+    target = body.assignment if body.exercise is None else body.exercise
+    source = body.source if body.notebook is None else submissions.Notebook(body.notebook)
+    user, practice_run = body.user, body.practice
     if isinstance(target, str) and not is_slug(target):
         raise ApiError("unknown_exercise", f"there is no exercise {target[:100]!r}")
     key_id = g.caller.key_id
@@ -352,15 +267,10 @@ def comment_json(comment) -> dict:
 def create_webhook():
     if g.caller.user_id is not None:  # a student hears of their grades on the site and in the client
         raise ApiError("insufficient_scope", "a personal token cannot register webhooks")
-    body = _json_body()
-    unknown = sorted(set(body) - {"url"})
-    if unknown:
-        raise ApiError("unknown_field", f"unknown fields {unknown}; known: ['url']")
-    if "url" not in body:
-        raise ApiError("missing_field", "missing required fields ['url']")
+    body = parse(NewWebhook)
     try:
         with get_db() as session:
-            row, secret = webhooks.register(session, g.caller.key_id, body["url"])
+            row, secret = webhooks.register(session, g.caller.key_id, body.url)
             hook_id, url = row.id, row.url
     except webhooks.WebhookError as exc:
         raise ApiError("invalid_url", str(exc)) from None
