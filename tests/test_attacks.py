@@ -370,7 +370,9 @@ def test_guessing_paths_finds_neither_hidden_tests_nor_solution(target):
 @pytest.mark.slow  # starts a sandbox of its own
 def test_grader_environment_never_reaches_the_sandbox(target, monkeypatch):
     monkeypatch.setenv("GRADER_TEST_SECRET", SECRET)
-    grading.shutdown()  # the next sandbox starts while the secret is in this process's environment
+    # The student sandbox, where the attack runs, starts again while the secret is in this
+    # process's environment (the exercise sandbox's own walls are test_exercise_sandbox.py's).
+    grading.sandbox_for(False).close()
     g = grade_attack(target, "read_environment")
     assert "ENVIRONMENT" in g.report.output
     assert SECRET not in g.report.to_json() and "GRADER_TEST_SECRET" not in g.report.to_json()
@@ -656,12 +658,13 @@ def _join_session_keyring(name: bytes | None) -> int:
 def test_hidden_inputs_cannot_be_carried_through_the_kernel_keyring(target):
     # A worker under systemd or a container runtime has a session keyring, which every
     # process it starts inherits (and, possessing it, may read and write).
-    grading.shutdown()
+    # Only the student sandbox, where the attack's calls run, starts again inside it.
+    grading.sandbox_for(False).close()
     assert _join_session_keyring(b"grader-test-worker") > 0
     try:
         g = grade_attack(target, "stash_in_keyring")
     finally:
-        grading.shutdown()
+        grading.sandbox_for(False).close()  # no later test's sandbox holds this keyring
         _join_session_keyring(None)  # an anonymous one of its own again
     assert "KEYRING STASH:" in g.report.output
     assert leaks(g.report, g.source) == [], g.report.output

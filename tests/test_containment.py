@@ -21,8 +21,11 @@ from grader.engine.sandbox import Limits, Sandbox, SandboxUnavailable
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need the worker to be root")]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def sandbox():
+    """One warm sandbox for the module's tests, as a worker's serves call after call (a
+    test that breaks it leaves the next call to start it again); a test that closes a
+    sandbox makes its own."""
     box = Sandbox()
     yield box
     box.close()
@@ -70,13 +73,16 @@ def test_every_process_of_the_sandbox_is_in_its_own_bounded_cgroup(sandbox):
     assert int((group.dirs["pids"] / "pids.max").read_text()) == cgroup.PIDS_MAX
 
 
-def test_closing_the_sandbox_ends_every_process_and_removes_its_cgroup(sandbox):
-    out = call(sandbox, "import os, time\ndef f():\n    if os.fork() == 0:\n        os.setsid()\n"
-                        "        time.sleep(600)\n    return 1\n")
-    assert out.kind == "ok"
-    group = sandbox.cgroup
-    pids = group.pids()
-    sandbox.close()
+def test_closing_the_sandbox_ends_every_process_and_removes_its_cgroup():
+    sandbox = Sandbox()
+    try:
+        out = call(sandbox, "import os, time\ndef f():\n    if os.fork() == 0:\n        os.setsid()\n"
+                            "        time.sleep(600)\n    return 1\n")
+        assert out.kind == "ok"
+        group = sandbox.cgroup
+        pids = group.pids()
+    finally:
+        sandbox.close()
     assert all(gone(pid, 0.5) for pid in pids)
     assert not any(d.exists() for d in group.dirs.values())
 

@@ -31,10 +31,15 @@ SOLUTION = (HOSTILE / "solution.py").read_text()
 LOOT = "LOOT-7f3a9c"
 
 
-@pytest.fixture
-def worker(monkeypatch):
+@pytest.fixture(scope="module")
+def worker():
     """What a worker holds: its secrets in the environment, its database and instance
-    folder on disk (outside /tmp, which every sandbox replaces with its own)."""
+    folder on disk (outside /tmp, which every sandbox replaces with its own).
+
+    One worker serves the module's tests, as one worker serves grade after grade: its
+    sandboxes start once, from a process that holds all this (a test that kills one
+    leaves the next grade to start it again, as in production); each test has its own
+    bundle."""
     home = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="grader-worker-"))
     instance = home / "instance"
     instance.mkdir()
@@ -42,12 +47,15 @@ def worker(monkeypatch):
     with sqlite3.connect(database) as db:
         db.execute("create table loot (secret text)")
         db.execute("insert into loot values (?)", (LOOT,))
-    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{database}?{LOOT}")
-    monkeypatch.setenv("GRADER_SECRET_KEY", LOOT)
-    monkeypatch.setenv("GRADER_REDIS_URL", f"redis://:{LOOT}@127.0.0.1:6379/0")
-    grading.shutdown()  # the sandboxes start anew, from a worker that holds all this
-    yield home
-    grading.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GRADER_DATABASE_URL", f"sqlite:///{database}?{LOOT}")
+        env.setenv("GRADER_SECRET_KEY", LOOT)
+        env.setenv("GRADER_REDIS_URL", f"redis://:{LOOT}@127.0.0.1:6379/0")
+        grading.shutdown()  # sandboxes an earlier module started did so without these secrets
+        try:
+            yield home
+        finally:
+            grading.shutdown()  # none started with these secrets outlives them
     shutil.rmtree(home, ignore_errors=True)
 
 

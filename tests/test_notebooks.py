@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from grader import catalog, clock, db
 from grader.accounts import keys
 from grader.accounts.models import User
+from grader.cli import main
 from grader.db import now
 from grader.engine import grade
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_SOURCE_BYTES
@@ -454,11 +456,18 @@ def grader_grade(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+def grader_grade_here(*args: str):
+    """The same command in this process, on its warm sandboxes: where what a test checks
+    is the command's output, not the exit status of a process of its own, which starts
+    both sandboxes cold."""
+    return CliRunner().invoke(main, ["grade", "autograd-basics", *args])
+
+
 def test_grader_grade_takes_a_notebook(tmp_path):
     path = tmp_path / "solution.ipynb"
     path.write_bytes(ipynb(SOLUTION))
-    run = grader_grade(str(path))
-    assert run.returncode == 0, run.stdout + run.stderr
+    run = grader_grade_here(str(path))
+    assert run.exit_code == 0, run.output
     assert "6/6 points" in run.stdout
 
 
@@ -472,7 +481,7 @@ def test_grader_grade_names_the_cell_of_a_traceback(tmp_path):
     assert BROKEN_FRAME in failed["message"]
     assert data["notebook"]["cells"] == [{"cell": 2, "first_line": 2, "lines": 1},
                                          {"cell": 3, "first_line": 5, "lines": 4}]
-    text = grader_grade(str(path), "--lang", "ko")
+    text = grader_grade_here(str(path), "--lang", "ko")  # the same grade, in the other format
     assert "line 6 (셀 3, 2행)" in text.stdout
 
 
