@@ -82,7 +82,8 @@ def count_bundles(database_url: str) -> int:
     (zipped({"README.md": "# no metadata"}), "no exercise.toml"),
     (zipped({"b/exercise.toml": 'slug = "Bad Slug"\nversion = 1'}), "slug 'Bad Slug'"),
     (zipped({"b/exercise.toml": 'slug = "x"\nversion = 1\nfunctions = ["f"]\n[title]\nen = "X"'}), "missing README.md"),
-])
+], ids=["not-a-zip", "dot-dot", "absolute", "link", "no-metadata", "bad-slug", "no-readme"])
+# Named: a zip's bytes hold the second it was made, and every test process must collect the same ids.
 def test_a_broken_upload_says_what_is_wrong_and_stores_nothing(published, archive, says):
     with pytest.raises(uploads.UploadError, match=re.escape(says)):
         with db.transaction(published) as session:

@@ -115,7 +115,8 @@ def test_a_key_without_exercises_write_cannot_publish(client, catalogue, key, tm
      "application/octet-stream", 422, "invalid_bundle", "missing README.md"),
     (b"", "application/zip", 422, "invalid_bundle", "the body is empty"),
     (b'{"bundle": "x"}', "application/json", 415, "unsupported_media_type", "application/zip"),
-])
+], ids=["not-a-zip", "dot-dot", "no-metadata", "no-readme", "empty", "json"])
+# Named: a zip's bytes hold the second it was made, and every test process must collect the same ids.
 def test_a_malformed_bundle_is_refused_naming_the_problem_and_nothing_is_stored(
         client, catalogue, key, redis, body, content_type, status, code, says):
     assert_error(post_zip(client, key(), body, content_type), status, code, says)
