@@ -149,7 +149,9 @@ def test_the_limit_holds_against_racing_requests(site, database_url, monkeypatch
     for n in range(keys.PERSONAL_LIMIT - 1):
         assert make_token(first, f"machine {n}").status_code == 201
     csrf = [token(first, "/account/tokens"), token(second, "/account/tokens")]
-    stall_first_call(monkeypatch, keys, "personal_tokens", threading.Barrier(2, timeout=5))
+    # The row lock holds the second tab before this call, so the first one waits out the
+    # barrier every run: unlocked, both tabs would reach it within milliseconds of each other.
+    stall_first_call(monkeypatch, keys, "personal_tokens", threading.Barrier(2, timeout=1.5))
     clients = (first, second)
     statuses = race(2, lambda i: clients[i].post("/account/tokens", data={"name": f"tab {i}",
                                                                          "csrf_token": csrf[i]}).status_code)
