@@ -15,10 +15,13 @@ from typing import Iterator
 from grader.settings import settings
 
 _moved: timedelta | None = None
+_still: datetime | None = None
 
 
 def now() -> datetime:
     """Timezone-aware UTC."""
+    if _still is not None:
+        return _still
     real = datetime.now(timezone.utc)
     if _moved is not None:
         return real + _moved
@@ -38,12 +41,13 @@ def as_utc(moment: datetime) -> datetime:
 
 
 @contextmanager
-def travel(to: datetime) -> Iterator[None]:
-    """The service's now is ``to`` (and runs on from there) while the block runs."""
-    global _moved
-    before = _moved
-    _moved = to - datetime.now(timezone.utc)
+def travel(to: datetime, *, still: bool = False) -> Iterator[None]:
+    """The service's now is ``to`` (and runs on from there; ``still``: stays there, for words
+    precise to the second) while the block runs."""
+    global _moved, _still
+    before = _moved, _still
+    _moved, _still = to - datetime.now(timezone.utc), (to.astimezone(timezone.utc) if still else None)
     try:
         yield
     finally:
-        _moved = before
+        _moved, _still = before
