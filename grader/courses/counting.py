@@ -80,7 +80,7 @@ def _rules(session: Session, assignment: Assignment, user_id: int) -> Rules:
 
 def _practice_in_time(session: Session, assignment: Assignment, user: User) -> None:
     rules, moment = _rules(session, assignment, user.id), now()
-    if moment > rules.closes_at or (rules.opens_at is not None and moment < rules.opens_at):
+    if not course_rules.is_open(rules, moment):
         return  # outside the assignment's window no one's clock runs: practice as on any assignment
     if rules.started_at is None:
         starts.start(session, assignment, user, at=moment)

@@ -74,16 +74,36 @@ class Refusal(Refused):
 
 def may_submit(rules: Rules, now: datetime, attempts_used: int, last_attempt_at: datetime | None) -> None:
     """Raise Refusal unless a submission made ``now`` is accepted."""
-    if rules.opens_at is not None and now < rules.opens_at:
-        raise Refusal("not_open", "this assignment is not open yet", reopens_at=rules.opens_at)
+    _opened(rules, now)
     within_time(rules, now)
-    if now > rules.closes_at:
-        raise Refusal("closed", "this assignment is closed: no more submissions are accepted")
+    _not_closed(rules, now)
     if rules.attempts is not None and attempts_used >= rules.attempts:
         raise Refusal("no_attempts_left", f"all {rules.attempts} attempts are used", n=rules.attempts)
     if last_attempt_at is not None and rules.cooldown and now < last_attempt_at + rules.cooldown:
         raise Refusal("cooling_down", "the next attempt is allowed after a pause",
                       reopens_at=last_attempt_at + rules.cooldown)
+
+
+def is_open(rules: Rules, now: datetime) -> bool:
+    """Whether the assignment takes work ``now``: opened, and not yet closed."""
+    return (rules.opens_at is None or now >= rules.opens_at) and now <= rules.closes_at
+
+
+def may_start(rules: Rules, now: datetime) -> None:
+    """Raise Refusal unless a student may start a timed assignment's clock ``now``: only
+    while it is open (a start before or after would only spend their time)."""
+    _opened(rules, now)
+    _not_closed(rules, now)
+
+
+def _opened(rules: Rules, now: datetime) -> None:
+    if rules.opens_at is not None and now < rules.opens_at:
+        raise Refusal("not_open", "this assignment is not open yet", reopens_at=rules.opens_at)
+
+
+def _not_closed(rules: Rules, now: datetime) -> None:
+    if now > rules.closes_at:
+        raise Refusal("closed", "this assignment is closed: no more submissions are accepted")
 
 
 def within_time(rules: Rules, now: datetime) -> None:

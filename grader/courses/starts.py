@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from grader.accounts.models import User
 from grader.courses.assignments import extension_of, require_member, rules_of
 from grader.courses.models import Assignment, AssignmentStart
-from grader.courses.rules import Refusal
+from grader.courses.rules import may_start
 from grader.courses.times import aware
 from grader.db import now
 
@@ -39,11 +39,7 @@ def start(session: Session, assignment: Assignment, user: User, at: datetime | N
     if before is not None:
         return before
     moment = at or now()
-    rules = rules_of(assignment, extension_of(session, assignment, user.id))
-    if rules.opens_at is not None and moment < rules.opens_at:
-        raise Refusal("not_open", "this assignment is not open yet", reopens_at=rules.opens_at)
-    if moment > rules.closes_at:
-        raise Refusal("closed", "this assignment is closed: no more submissions are accepted")
+    may_start(rules_of(assignment, extension_of(session, assignment, user.id)), moment)
     try:
         with session.begin_nested():  # two first starts at once: the pair is unique, the first one stays
             session.add(AssignmentStart(assignment_id=assignment.id, user_id=user.id, started_at=moment))
