@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from grader.accounts.models import User
+from grader.courses import comments
 from grader.courses import rules as course_rules
 from grader.courses.assignments import course_of, rules_of
 from grader.courses.fields import CourseError
@@ -93,7 +94,7 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
     counting = {row.user.id: row.cells[assignment.id].counted.submission_id for row in book.rows
                 if row.cells[assignment.id].counted.how != "override"}
     tz = zone(course.time_zone)
-    said = _comments(session, assignment)
+    said = comments.on_assignment(session, assignment.id)
     made: dict[int, int] = {}
     lines = []
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -136,19 +137,6 @@ def submissions_zip(session: Session, assignment: Assignment, out: IO[bytes], *,
             session.expunge(sub)  # done with it: its source and report need not stay in memory
         _write(archive, INDEX, csv_text(INDEX_HEADER, lines), aware(now()).astimezone(tz))
     return Archived(students=len(made), attempts=len(lines))
-
-
-def _comments(session: Session, assignment: Assignment) -> dict[str, list[SubmissionComment]]:
-    """Every comment on the assignment's submissions, by submission, in the order the
-    submission page shows them (overall ones first, then by line, then as made)."""
-    found: dict[str, list[SubmissionComment]] = {}
-    for comment in session.scalars(
-            select(SubmissionComment).join(Submission, Submission.id == SubmissionComment.submission_id)
-            .where(Submission.assignment_id == assignment.id)
-            .order_by(SubmissionComment.submission_id, SubmissionComment.line.is_not(None), SubmissionComment.line,
-                      SubmissionComment.created_at, SubmissionComment.id)):
-        found.setdefault(comment.submission_id, []).append(comment)
-    return found
 
 
 def _comment_dict(comment: SubmissionComment, course: Course) -> dict:

@@ -108,6 +108,12 @@ def delete(session: Session, row: Submission, comment_id: int, user: User) -> No
     session.flush()
 
 
+# How a submission's comments are listed wherever they are shown: the overall ones first,
+# then by line, then as they were made.
+_SHOWN_ORDER = (SubmissionComment.line.is_not(None), SubmissionComment.line, SubmissionComment.created_at,
+                SubmissionComment.id)
+
+
 def shown_to(session: Session, row: Submission, viewer: User | None) -> list[SubmissionComment]:
     """The comments on ``row`` that ``viewer`` is shown now, by line (the overall ones
     first), then as they were made: none while the held rule holds its feedback from them.
@@ -116,8 +122,20 @@ def shown_to(session: Session, row: Submission, viewer: User | None) -> list[Sub
     if viewer is not None and feedback_held_until(session, row, viewer.id) is not None:
         return []
     return list(session.scalars(select(SubmissionComment).where(SubmissionComment.submission_id == row.id)
-                                .order_by(SubmissionComment.line.is_not(None), SubmissionComment.line,
-                                          SubmissionComment.created_at, SubmissionComment.id)))
+                                .order_by(*_SHOWN_ORDER)))
+
+
+def on_assignment(session: Session, assignment_id: int) -> dict[str, list[SubmissionComment]]:
+    """Every comment on an assignment's submissions, by submission, each list in the order
+    the submission page shows it: all of them (for its staff; a student is shown theirs by
+    :func:`shown_to`)."""
+    found: dict[str, list[SubmissionComment]] = {}
+    for comment in session.scalars(
+            select(SubmissionComment).join(Submission, Submission.id == SubmissionComment.submission_id)
+            .where(Submission.assignment_id == assignment_id)
+            .order_by(SubmissionComment.submission_id, *_SHOWN_ORDER)):
+        found.setdefault(comment.submission_id, []).append(comment)
+    return found
 
 
 def counts(session: Session, submission_ids) -> dict[str, int]:
