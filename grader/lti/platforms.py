@@ -282,11 +282,16 @@ def by_issuer(session: Session, issuer: str) -> list[Platform]:
 
 def is_active(row: LtiPlatform | None) -> bool:
     """Whether the tool talks to this registration's LMS: it exists, is neither disabled nor deleted."""
-    return row is not None and row.disabled_at is None and row.deleted_at is None
+    return row is not None and off(row) is None
+
+
+def off(row: LtiPlatform) -> str | None:
+    """Why the tool does not talk to this registration's LMS: "deleted", "disabled"; None: it does."""
+    return "deleted" if row.deleted_at is not None else "disabled" if row.disabled_at is not None else None
 
 
 def as_platform(row: LtiPlatform) -> Platform:
     return Platform(id=row.id, issuer=row.issuer, client_id=row.client_id,
                     deployment_ids=tuple(row.deployment_ids or ()), auth_login_url=row.auth_login_url,
                     auth_token_url=row.auth_token_url, jwks_url=row.jwks_url,
-                    disabled=row.disabled_at is not None or row.deleted_at is not None)
+                    disabled=off(row) is not None)

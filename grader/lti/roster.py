@@ -32,7 +32,7 @@ from grader.courses.models import Course, CourseMember
 from grader.db import now
 from grader.lti import keys, roles
 from grader.lti.models import LtiPlatform, LtiRoster
-from grader.lti.platforms import as_platform, is_active, lms_user_id, service_url_ok
+from grader.lti.platforms import as_platform, is_active, lms_user_id, off, service_url_ok
 from grader.lti.tool import Member, ServiceError, fetch_members
 from grader.tasks import NOTIFY_QUEUE, send_task
 
@@ -120,7 +120,7 @@ def sync(course_id: int, *, timeout: float = 10, database_url: str | None = None
         registration = session.get(LtiPlatform, course.platform_id)
         if not is_active(registration):
             raise PlatformOff(f"course {course_id}'s LMS registration is "
-                              f"{'deleted' if registration.deleted_at else 'disabled'}: its roster is not read")
+                              f"{off(registration)}: its roster is not read")
         platform = as_platform(registration)
         key = keys.current_pair(session)
         url = row.memberships_url

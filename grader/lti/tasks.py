@@ -43,7 +43,7 @@ from grader import courses
 from grader.courses.models import Assignment, ScoreOverride
 from grader.lti import keys, roster
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiScorePost
-from grader.lti.platforms import as_platform, is_active, lms_user
+from grader.lti.platforms import as_platform, is_active, lms_user, off
 from grader.lti.tool import KeyPair, Platform, ServiceError, find_or_create_lineitem, post_score
 from grader import metrics
 from grader.settings import settings
@@ -258,9 +258,8 @@ def publish_standing(self, target_id: int, changed_at: str | None = None, releas
 def _platform_off(target: LtiGradeTarget, what: str) -> str:
     """Nothing goes to an LMS whose registration is disabled or deleted. A held score stays
     marked (release_held passes it by), so that it goes once the registration is enabled."""
-    state = "deleted" if target.platform.deleted_at else "disabled"
     log.info("LTI score of %s not sent: the registration of %s (platform %s) is %s", what, target.platform.issuer,
-             target.platform_id, state)
+             target.platform_id, off(target.platform))
     return "platform_off"
 
 

@@ -355,7 +355,7 @@ def roster_sync(course_id: int):
 
 # ------------------------------------------------------------------ instructor pages
 
-FORM_FIELDS = ("name", "issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "jwks_url")
+FORM_FIELDS = platforms.EDITABLE  # a registration's fields, as registering and editing take them
 
 
 def _form() -> dict:
