@@ -253,15 +253,13 @@ def test_a_student_reads_their_start_and_own_deadline_through_the_api(timed, sit
 def test_the_command_line_makes_a_timed_assignment(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from grader.catalog.models import Exercise
     from grader.cli import main
+    from tests.live import publish_basics
 
     url = f"sqlite:///{tmp_path / 'grader.db'}"
     monkeypatch.setenv("GRADER_DATABASE_URL", url)
     db.upgrade(url)
-    with db.transaction(url) as s:
-        s.add(Exercise(slug="autograd-basics", version=1, title={"en": "Your first gradient"}, device="any",
-                       max_score=6.0, functions=["grad_2xtx"], published=True))
+    publish_basics(url)
     runner = CliRunner()
     made = runner.invoke(main, ["course", "create", "--title", "Deep learning", "--code", "DL101"])
     course_id = made.stdout.strip().splitlines()[-1]
