@@ -7,7 +7,7 @@ in grader/migrations.
 
 from __future__ import annotations
 
-import functools
+import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -37,8 +37,33 @@ def shown_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-@functools.cache
+# One engine per URL for the process's life: a service uses one URL, but whatever opens
+# many in turn (the tests: a database each) releases each when done, or keeps every
+# engine's cache of compiled statements.
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
 def engine_for(url: str) -> Engine:
+    engine = _engines.get(url)
+    if engine is None:
+        with _engines_lock:
+            engine = _engines.get(url)
+            if engine is None:
+                engine = _engines[url] = _new_engine(url)
+    return engine
+
+
+def release(url: str) -> None:
+    """Close the pooled connections to ``url`` and forget its engine; a later engine_for
+    makes a new one."""
+    with _engines_lock:
+        engine = _engines.pop(url, None)
+    if engine is not None:
+        engine.dispose()
+
+
+def _new_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import shutil
 import uuid
 from pathlib import Path
@@ -40,12 +41,12 @@ def grade_file(target):
 
 @pytest.fixture(autouse=True, scope="session")
 def affordable_password_hashes():
-    """scrypt at 1/32 of its production cost: the same algorithm and code, at a price a
+    """scrypt at 1/128 of its production cost: the same algorithm and code, at a price a
     thousand accounts made in the tests can pay (a hash carries its own parameters, so
     one made here checks the same way)."""
     from grader.accounts import users
 
-    production, users.PASSWORD_METHOD = users.PASSWORD_METHOD, "scrypt:1024:8:1"
+    production, users.PASSWORD_METHOD = users.PASSWORD_METHOD, "scrypt:256:8:1"
     yield
     users.PASSWORD_METHOD = production
 
@@ -89,7 +90,7 @@ def sqlite_template(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("sqlite-template") / "grader.db"
     url = f"sqlite:///{path}"
     db.upgrade(url)
-    db.engine_for(url).dispose()
+    db.release(url)
     # One self-contained file: what the write-ahead log holds goes into it before copies.
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
@@ -139,6 +140,7 @@ def database_url(request, tmp_path):
     """A fresh database at the newest migration: a copy of a migrated SQLite file, or this
     test process's PostgreSQL database, emptied."""
     from grader import db
+    from grader.web import headers
 
     if request.param == "sqlite":
         path = tmp_path / "grader.db"
@@ -146,12 +148,11 @@ def database_url(request, tmp_path):
         path.chmod(0o600)
         url = f"sqlite:///{path}"
         yield url
-        db.engine_for(url).dispose()
+        db.release(url)  # its engine, and the statements it compiled, with the file
+        headers._origins.pop(url, None)
         return
     url, tables, sequences = request.getfixturevalue("postgres_database")
     _emptied(url, tables, sequences)
-    from grader.web import headers
-
     headers._origins.pop(url, None)  # what the service remembers of this database (a minute) is of the last test
     try:
         yield url
@@ -332,3 +333,13 @@ def pytest_collection_modifyitems(items):
             params = getattr(getattr(item, "callspec", None), "params", {})
             if params.get("database_url") == "postgresql":
                 item.add_marker("postgresql")
+
+
+def pytest_collection_finish(session):
+    """What every test process has loaded by now (torch, the project, the tests) stays
+    loaded: frozen, no full collection walks its objects again (each walk took a quarter
+    of a second, dozens of times a process); and collections come less often, since a
+    test makes and drops many objects in cycles (requests, apps, sessions)."""
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+

@@ -515,7 +515,7 @@ def test_db_upgrade_makes_the_schema(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code == 0, result.output
     assert count(url, Exercise) == 0 and count(url, ApiKey) == 0
-    db.engine_for(url).dispose()
+    db.release(url)
 
 
 def test_exercise_sync_publishes_every_bundle_with_its_solutions_score(database_url, monkeypatch):
@@ -583,7 +583,7 @@ def test_exercise_sync_grades_the_real_solution(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     with db.transaction(url) as session:
         assert session.get(Exercise, "autograd-basics").max_score == 6
-    db.engine_for(url).dispose()
+    db.release(url)
 
 
 def test_a_user_past_the_rate_limit_gets_429_with_retry_after_and_nothing_stored(app, client, basics, auth,

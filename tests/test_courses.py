@@ -266,7 +266,7 @@ def test_a_course_runs_from_the_command_line(tmp_path, monkeypatch):
     per_submission = runner.invoke(main, ["gradebook", "export", "--course", "dl101", "--per", "submission"])
     [row] = list(csv.DictReader(io.StringIO(per_submission.stdout)))
     assert row["submitted_at"] == "2026-12-10T22:59:00+09:00"
-    db.engine_for(url).dispose()
+    db.release(url)
 
 
 def test_a_regrade_starts_from_the_command_line(course_db, redis, monkeypatch):

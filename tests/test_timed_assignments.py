@@ -272,4 +272,4 @@ def test_the_command_line_makes_a_timed_assignment(tmp_path, monkeypatch):
     assert timed_one.exit_code == 0 and "45 minutes from each student's start" in timed_one.output
     with db.transaction(url) as s:
         assert s.get(Assignment, int(timed_one.stdout.strip().splitlines()[-1])).time_limit_minutes == 45
-    db.engine_for(url).dispose()
+    db.release(url)

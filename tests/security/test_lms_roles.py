@@ -124,4 +124,4 @@ def test_an_upgraded_site_keeps_no_role_an_lms_gave(tmp_path):
         rows = conn.execute(text("SELECT id, role, external_id FROM users ORDER BY id")).all()
     assert [tuple(r) for r in rows] == [(1, "admin", None), (2, "student", "lti:7|mallory"),
                                         (3, "student", "lti:7|ada")]
-    db.engine_for(url).dispose()
+    db.release(url)
