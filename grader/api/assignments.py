@@ -9,11 +9,13 @@ key's assignments as one zip (grader.courses.archive), for the key that runs the
 
 from __future__ import annotations
 
-from flask import g, jsonify, request, send_file
+from flask import g, request, send_file
 from sqlalchemy import select
 
 from grader import courses
 from grader.accounts.models import User
+from grader.api import answers
+from grader.api.answers import reply
 from grader.api.views import _own_assignment, bp, requires
 from grader.courses import archive
 from grader.courses.models import Assignment, Course, CourseMember
@@ -36,32 +38,38 @@ def list_assignments():
             rows = session.execute(select(Assignment, Course).join(Course, Course.id == Assignment.course_id)
                                    .where(Course.api_key_id == g.caller.key_id)
                                    .order_by(Assignment.due_at, Assignment.id)).all()
-            listed = [_described(assignment, course, assignment.due_at) for assignment, course in rows]
-    return jsonify(assignments=listed)
+            listed = [_listed(assignment, course) for assignment, course in rows]
+    return reply(answers.AssignmentList(assignments=listed))
 
 
 def _described(assignment: Assignment, course: Course, due_at) -> dict:
     return {"id": assignment.id, "title": assignment.title, "exercise": assignment.exercise_slug,
-            "course": {"id": course.id, "code": course.code, "title": course.title},
+            "course": answers.AssignmentCourse(id=course.id, code=course.code, title=course.title),
             "due_at": aware(due_at).isoformat(timespec="seconds"),
             "due_at_shown": courses.shown(due_at, course), "attempts": assignment.attempts,
             "feedback": assignment.feedback, "time_limit_minutes": assignment.time_limit_minutes}
 
 
-def _mine(session, assignment: Assignment, course: Course, owner: User) -> dict:
+def _listed(assignment: Assignment, course: Course) -> answers.ListedAssignment:
+    """As a service's key reads it: the assignment's own rules."""
+    return answers.ListedAssignment(**_described(assignment, course, assignment.due_at))
+
+
+def _mine(session, assignment: Assignment, course: Course, owner: User) -> answers.ListedAssignment:
     standing = courses.standing(session, assignment, owner)
     held = standing.held_until is not None
-    return {**_described(assignment, course, standing.rules.due_at),
-            "attempts": standing.rules.attempts, "attempts_used": standing.attempts_used,
-            "attempts_left": standing.attempts_left,
-            "refusal": standing.refusal.code if standing.refusal else None,
-            "counted_score": None if held else standing.counted.score,
-            "counted_max_score": None if held else standing.counted.max_score,
-            "feedback_held_until": standing.held_until.isoformat(timespec="seconds") if held else None,
-            # A timed assignment: the owner's own limit (an extension's minutes included), when
-            # they started, and their own deadline once started.
-            "time_limit_minutes": _minutes(standing.rules.time_limit),
-            "started_at": _iso(standing.rules.started_at), "ends_at": _iso(standing.ends_at)}
+    return answers.ListedAssignment(**{
+        **_described(assignment, course, standing.rules.due_at),
+        "attempts": standing.rules.attempts, "attempts_used": standing.attempts_used,
+        "attempts_left": standing.attempts_left,
+        "refusal": standing.refusal.code if standing.refusal else None,
+        "counted_score": None if held else standing.counted.score,
+        "counted_max_score": None if held else standing.counted.max_score,
+        "feedback_held_until": standing.held_until.isoformat(timespec="seconds") if held else None,
+        # A timed assignment: the owner's own limit (an extension's minutes included), when
+        # they started, and their own deadline once started.
+        "time_limit_minutes": _minutes(standing.rules.time_limit),
+        "started_at": _iso(standing.rules.started_at), "ends_at": _iso(standing.ends_at)})
 
 
 def _minutes(limit) -> int | None:

@@ -8,12 +8,13 @@ feedback: GET /api/v1/submissions/<id> lists it once released."""
 
 from __future__ import annotations
 
-from flask import g, jsonify
+from flask import g
 
 from grader.accounts.models import User
+from grader.api.answers import reply
 from grader.api.courses import _by
 from grader.api.bodies import NewComment, parse
-from grader.api.views import _SUBMISSION_ID, ApiError, _own_assignment, bp, comment_json, requires
+from grader.api.views import _SUBMISSION_ID, ApiError, _own_assignment, bp, comment_answer, requires
 from grader.courses import access, comments
 from grader.extensions import get_db
 from grader.submissions.models import Submission
@@ -26,10 +27,8 @@ def create_comment(submission_id: str):
         row = _commentable(session, submission_id)
         author = session.get(User, g.caller.user_id) if g.caller.user_id is not None else None
         made = comments.add(session, row, body.body, body.line, author=author, author_name=_by())
-        payload = comment_json(made)
-    response = jsonify(payload)
-    response.status_code = 201
-    return response
+        answer = comment_answer(made)
+    return reply(answer, 201)
 
 
 def _commentable(session, submission_id: str) -> Submission:

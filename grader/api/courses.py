@@ -5,15 +5,17 @@ members are the key's own users (the same ``user`` values its submissions name).
 
 from __future__ import annotations
 
-from flask import Response, current_app, g, jsonify, request, url_for
+from flask import Response, current_app, g, request, url_for
 from sqlalchemy import select
 
 from grader import submissions
+from grader.api import answers
+from grader.api.answers import reply
 from grader.api.bodies import Members, NewAssignment, NewCourse, NewExtension, NewOverride, parse, user_problem
 from grader.api.views import ApiError, _own_assignment, bp, requires
 from grader import courses
 from grader.courses import analytics, regrades, similarity
-from grader.courses.gradebook import as_json, gradebook, students_csv, submissions_csv, who
+from grader.courses.gradebook import Gradebook, gradebook, students_csv, submissions_csv, who
 from grader.courses.models import Assignment, Course, Regrade
 from grader.courses.times import aware
 from grader.exports import attachment
@@ -48,25 +50,21 @@ def _by() -> str:
     return f"API key {g.caller.prefix}"
 
 
-def course_json(session, course: Course) -> dict:
-    return {"id": course.id, "title": course.title, "code": course.code, "time_zone": course.time_zone,
-            "assignments": [assignment_json(a, course) for a in
-                            session.query(Assignment).filter_by(course_id=course.id).order_by(Assignment.due_at)]}
+def course_answer(session, course: Course) -> answers.Course:
+    return answers.Course(
+        id=course.id, title=course.title, code=course.code, time_zone=course.time_zone,
+        assignments=[assignment_answer(a, course) for a in
+                     session.query(Assignment).filter_by(course_id=course.id).order_by(Assignment.due_at)])
 
 
-def assignment_json(a: Assignment, course: Course) -> dict:
-    return {"id": a.id, "course": course.id, "exercise": a.exercise_slug, "version": a.exercise_version,
-            "title": a.title, "opens_at": courses.shown(a.opens_at, course) or None,
-            "due_at": courses.shown(a.due_at, course), "late_until": courses.shown(a.late_until, course) or None,
-            "late_policy": a.late_policy, "late_percent": a.late_percent, "late_cap": a.late_cap,
-            "attempts": a.attempts, "cooldown_minutes": a.cooldown_seconds // 60, "counts": a.counts,
-            "feedback": a.feedback, "time_limit_minutes": a.time_limit_minutes}
-
-
-def _created(payload: dict) -> Response:
-    response = jsonify(payload)
-    response.status_code = 201
-    return response
+def assignment_answer(a: Assignment, course: Course) -> answers.Assignment:
+    return answers.Assignment(
+        id=a.id, course=course.id, exercise=a.exercise_slug, version=a.exercise_version, title=a.title,
+        opens_at=courses.shown(a.opens_at, course) or None, due_at=courses.shown(a.due_at, course),
+        late_until=courses.shown(a.late_until, course) or None, late_policy=a.late_policy,
+        late_percent=a.late_percent, late_cap=a.late_cap, attempts=a.attempts,
+        cooldown_minutes=a.cooldown_seconds // 60, counts=a.counts, feedback=a.feedback,
+        time_limit_minutes=a.time_limit_minutes)
 
 
 @bp.post("/courses")
@@ -75,14 +73,14 @@ def create_course():
     body = parse(NewCourse)
     with get_db() as session:
         course = courses.create_course(session, **body.model_dump(), api_key_id=g.caller.key_id)
-        return _created(course_json(session, course))
+        return reply(course_answer(session, course), 201)
 
 
 @bp.get("/courses/<int:course_id>")
 @requires("courses:read")
 def get_course(course_id: int):
     with get_db() as session:
-        return jsonify(course_json(session, _course(session, course_id)))
+        return reply(course_answer(session, _course(session, course_id)))
 
 
 @bp.put("/courses/<int:course_id>/members")
@@ -102,9 +100,9 @@ def put_members(course_id: int):
         rows = courses.roster_rows(text) if rows is None else rows
         result = courses.import_roster(session, course, rows, find_user=lambda user, name: _user(session, user, name),
                                        language=request.accept_languages.best_match(["en", "ko"]))
-        return jsonify(added=result.added, changed=result.changed,
-                       members=[{"user": who(u), "name": u.name, "role": role}
-                                for u, role in courses.members(session, course)])
+        return reply(answers.Roster(added=result.added, changed=result.changed,
+                                    members=[answers.RosterMember(user=who(u), name=u.name, role=role)
+                                             for u, role in courses.members(session, course)]))
 
 
 @bp.post("/courses/<int:course_id>/assignments")
@@ -115,7 +113,7 @@ def create_assignment(course_id: int):
         course = _course(session, course_id)
         assignment = courses.create_assignment(session, course, **body.model_dump(exclude_unset=True),
                                                key_id=g.caller.key_id)
-        return _created(assignment_json(assignment, course))
+        return reply(assignment_answer(assignment, course), 201)
 
 
 @bp.get("/courses/<int:course_id>/gradebook")
@@ -128,10 +126,37 @@ def get_gradebook(course_id: int):
         course = _course(session, course_id)
         book = gradebook(session, course)
         if fmt == "json":
-            return jsonify(as_json(book))
+            return reply(_gradebook_answer(book))
         text = students_csv(book) if per == "student" else submissions_csv(session, book)
     return Response(text, mimetype="text/csv",
                     headers={"Content-Disposition": attachment(f"{course.code or 'course'}-{per}s.csv")})
+
+
+def _gradebook_answer(book: Gradebook) -> answers.Gradebook:
+    course = book.course
+
+    def score(a: Assignment, cell) -> answers.GradebookScore:
+        extension, override = cell.extension, cell.override
+        return answers.GradebookScore(
+            assignment=a.id, score=cell.counted.score, max_score=cell.counted.max_score, counted=cell.counted.how,
+            attempts=cell.attempts, late=cell.counted.late, late_penalty_percent=cell.counted.penalty,
+            extension=answers.GradebookExtension(
+                due_at=courses.shown(extension.due_at, course), extra_attempts=extension.extra_attempts,
+                reason=extension.reason) if extension else None,
+            override=answers.GradebookOverride(
+                score=override.score, reason=override.reason, set_by=override.set_by,
+                set_at=courses.shown(override.set_at, course)) if override else None)
+
+    return answers.Gradebook(
+        course=answers.GradebookCourse(id=course.id, title=course.title, code=course.code,
+                                       time_zone=course.time_zone),
+        assignments=[answers.GradebookAssignment(id=a.id, title=a.title, exercise=a.exercise_slug,
+                                                 version=a.exercise_version, due_at=courses.shown(a.due_at, course),
+                                                 max_score=book.maxima.get(a.id)) for a in book.assignments],
+        students=[answers.GradebookStudent(student=who(row.user), name=row.user.name, total=row.total,
+                                           max_total=book.max_total,
+                                           scores=[score(a, row.cells[a.id]) for a in book.assignments])
+                  for row in book.rows])
 
 
 @bp.post("/assignments/<int:assignment_id>/extensions")
@@ -143,13 +168,13 @@ def grant_extension(assignment_id: int):
         extension = courses.grant_extension(session, assignment, _user(session, body.user), due_at=body.due_at,
                                             extra_attempts=body.extra_attempts, extra_minutes=body.extra_minutes,
                                             reason=body.reason, by=_by())
-        made = {"assignment": assignment.id, "user": body.user,
-                "due_at": courses.shown(extension.due_at, course) or None,
-                "extra_attempts": extension.extra_attempts, "extra_minutes": extension.extra_minutes,
-                "reason": extension.reason}
+        made = answers.Extension(assignment=assignment.id, user=body.user,
+                                 due_at=courses.shown(extension.due_at, course) or None,
+                                 extra_attempts=extension.extra_attempts, extra_minutes=extension.extra_minutes,
+                                 reason=extension.reason)
         student_id = extension.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
-    return _created(made)
+    return reply(made, 201)
 
 
 @bp.post("/assignments/<int:assignment_id>/overrides")
@@ -160,28 +185,30 @@ def set_override(assignment_id: int):
         assignment, course = _assignment(session, assignment_id)
         override = courses.set_override(session, assignment, _user(session, body.user), score=body.score,
                                         reason=body.reason, by=_by())
-        made = {"assignment": assignment.id, "user": body.user, "score": override.score,
-                "reason": override.reason, "set_by": override.set_by,
-                "set_at": courses.shown(override.set_at, course)}
+        made = answers.Override(assignment=assignment.id, user=body.user, score=override.score,
+                                reason=override.reason, set_by=override.set_by,
+                                set_at=courses.shown(override.set_at, course))
         student_id = override.user_id
     courses.announce_standing(assignment_id, student_id)  # only now: it is committed
-    return _created(made)
+    return reply(made, 201)
 
 
 def _iso(moment) -> str | None:
     return aware(moment).isoformat(timespec="seconds") if moment is not None else None
 
 
-def extension_json(extension, user, course: Course) -> dict:
-    return {"user_id": user.id, "user": who(user), "name": user.name, "due_at": _iso(extension.due_at),
-            "due_at_shown": courses.shown(extension.due_at, course) or None,
-            "extra_attempts": extension.extra_attempts, "extra_minutes": extension.extra_minutes or 0,
-            "reason": extension.reason, "granted_by": extension.granted_by, "granted_at": _iso(extension.granted_at)}
+def extension_answer(extension, user, course: Course) -> answers.ListedExtension:
+    return answers.ListedExtension(
+        user_id=user.id, user=who(user), name=user.name, due_at=_iso(extension.due_at),
+        due_at_shown=courses.shown(extension.due_at, course) or None, extra_attempts=extension.extra_attempts,
+        extra_minutes=extension.extra_minutes or 0, reason=extension.reason, granted_by=extension.granted_by,
+        granted_at=_iso(extension.granted_at))
 
 
-def override_json(override, user) -> dict:
-    return {"user_id": user.id, "user": who(user), "name": user.name, "score": override.score,
-            "reason": override.reason, "granted_by": override.set_by, "granted_at": _iso(override.set_at)}
+def override_answer(override, user) -> answers.ListedOverride:
+    return answers.ListedOverride(user_id=user.id, user=who(user), name=user.name, score=override.score,
+                                  reason=override.reason, granted_by=override.set_by,
+                                  granted_at=_iso(override.set_at))
 
 
 @bp.get("/assignments/<int:assignment_id>/extensions")
@@ -190,8 +217,8 @@ def list_extensions(assignment_id: int):
     with get_db() as session:
         assignment, course = _assignment(session, assignment_id)
         listed = courses.list_extensions(session, assignment)
-        return jsonify(assignment=assignment.id,
-                       extensions=[extension_json(extension, user, course) for extension, user in listed])
+        return reply(answers.ExtensionList(assignment=assignment.id, extensions=[
+            extension_answer(extension, user, course) for extension, user in listed]))
 
 
 @bp.get("/assignments/<int:assignment_id>/overrides")
@@ -200,7 +227,8 @@ def list_overrides(assignment_id: int):
     with get_db() as session:
         assignment, _ = _assignment(session, assignment_id)
         listed = courses.list_overrides(session, assignment)
-        return jsonify(assignment=assignment.id, overrides=[override_json(override, user) for override, user in listed])
+        return reply(answers.OverrideList(assignment=assignment.id,
+                                          overrides=[override_answer(override, user) for override, user in listed]))
 
 
 @bp.delete("/assignments/<int:assignment_id>/extensions/<int:user_id>")
@@ -225,11 +253,12 @@ def revoke_override(assignment_id: int, user_id: int):
 
 # ------------------------------------------------------------------ similar submissions
 
-def _side_json(side: similarity.Side, final: similarity.Final) -> dict:
-    return {"student": who(final.user), "name": final.user.name, "submission": final.submission_id,
-            "share": round(side.share, 4), "own_tokens": side.own, "shared_tokens": side.shared,
-            "regions": [{"start": r.start, "end": r.end, "first_line": r.first_line, "last_line": r.last_line}
-                        for r in side.regions]}
+def _side(side: similarity.Side, final: similarity.Final) -> answers.SimilarSide:
+    return answers.SimilarSide(
+        student=who(final.user), name=final.user.name, submission=final.submission_id, share=round(side.share, 4),
+        own_tokens=side.own, shared_tokens=side.shared,
+        regions=[answers.SharedRegion(start=r.start, end=r.end, first_line=r.first_line, last_line=r.last_line)
+                 for r in side.regions])
 
 
 @bp.get("/assignments/<int:assignment_id>/similarity")
@@ -241,25 +270,27 @@ def get_similarity(assignment_id: int):
     with get_db() as session:
         assignment, _ = _assignment(session, assignment_id)
         found = similarity.similar(session, assignment)
-    return jsonify({"assignment": assignment_id, "students": len(found.finals), "pairs_sharing_code": len(found.pairs),
-                    "pairs": [{"similarity": round(p.similarity, 4), "a": _side_json(p.a, found.finals[p.a.key]),
-                               "b": _side_json(p.b, found.finals[p.b.key])} for p in found.pairs[:int(limit)]]})
+    return reply(answers.Similarity(
+        assignment=assignment_id, students=len(found.finals), pairs_sharing_code=len(found.pairs),
+        pairs=[answers.SimilarPair(similarity=round(p.similarity, 4), a=_side(p.a, found.finals[p.a.key]),
+                                   b=_side(p.b, found.finals[p.b.key])) for p in found.pairs[:int(limit)]]))
 
 
 # ------------------------------------------------------------------ regrades
 
-def regrade_json(session, regrade, course: Course) -> dict:
+def regrade_answer(session, regrade, course: Course, **url) -> answers.Regrade:
+    """The regrade; ``url=``: where to follow it, given as it starts."""
     done, total = regrades.progress(session, regrade)
     changes = regrades.diff(session, regrade) if regrade.status != "running" else []
-    return {
-        "id": regrade.id, "assignment": regrade.assignment_id, "version": regrade.version, "status": regrade.status,
-        "requested_by": regrade.requested_by, "created_at": courses.shown(regrade.created_at, course),
-        "progress": {"done": done, "total": total},
-        "students": [{"student": who(c.user), "before": c.before.score, "after": c.after.score,
-                      "tests": [{"submission": t.submission_id, "test": t.test, "was": t.was, "now": t.now}
-                                for t in c.tests]} for c in changes if c.changed],
-        "unchanged": sum(not c.changed for c in changes),
-    }
+    return answers.Regrade(
+        id=regrade.id, assignment=regrade.assignment_id, version=regrade.version, status=regrade.status,
+        requested_by=regrade.requested_by, created_at=courses.shown(regrade.created_at, course), **url,
+        progress=answers.Progress(done=done, total=total),
+        students=[answers.RegradeStudent(
+            student=who(c.user), before=c.before.score, after=c.after.score,
+            tests=[answers.TestChange(submission=t.submission_id, test=t.test, was=t.was, now=t.now)
+                   for t in c.tests]) for c in changes if c.changed],
+        unchanged=sum(not c.changed for c in changes))
 
 
 def _regrade(session, regrade_id: int):
@@ -284,9 +315,7 @@ def start_regrade(assignment_id: int):
         regrade = session.get(Regrade, regrade_id)
         regrades.send(session, regrade)
         url = url_for("api.get_regrade", regrade_id=regrade_id, _external=True)
-        response = jsonify({**regrade_json(session, regrade, course), "url": url})
-    response.status_code, response.headers["Location"] = 202, url
-    return response
+        return reply(regrade_answer(session, regrade, course, url=url), 202, {"Location": url})
 
 
 @bp.post("/exercises/<slug>/regrades")
@@ -300,18 +329,16 @@ def start_exercise_regrades(slug: str):
             raise ApiError("exercise_not_found", f"no assignment of this key's courses is of {slug[:100]!r}")
         started, skipped = regrades.start_across(session, placed, by=_by())
         started_ids = [r.id for r in started]
-        skipped = [{"assignment": a.id, "reason": reason} for a, reason in skipped]
+        skipped = [answers.SkippedRegrade(assignment=a.id, reason=reason) for a, reason in skipped]
     with get_db() as session:  # committed: now the workers may look for them
         listed = []
         for regrade_id in started_ids:
             regrade = session.get(Regrade, regrade_id)
             regrades.send(session, regrade)
             course = session.get(Course, session.get(Assignment, regrade.assignment_id).course_id)
-            listed.append({**regrade_json(session, regrade, course),
-                           "url": url_for("api.get_regrade", regrade_id=regrade_id, _external=True)})
-    response = jsonify(exercise=slug, regrades=listed, skipped=skipped)
-    response.status_code = 202 if listed else 200
-    return response
+            listed.append(regrade_answer(session, regrade, course,
+                                         url=url_for("api.get_regrade", regrade_id=regrade_id, _external=True)))
+    return reply(answers.ExerciseRegrades(exercise=slug, regrades=listed, skipped=skipped), 202 if listed else 200)
 
 
 @bp.get("/regrades/<int:regrade_id>")
@@ -319,7 +346,7 @@ def start_exercise_regrades(slug: str):
 def get_regrade(regrade_id: int):
     with get_db() as session:
         regrade, course = _regrade(session, regrade_id)
-        return jsonify(regrade_json(session, regrade, course))
+        return reply(regrade_answer(session, regrade, course))
 
 
 @bp.post("/regrades/<int:regrade_id>/publish")
@@ -330,7 +357,7 @@ def publish_regrade(regrade_id: int):
         announced = regrades.publish(session, regrade)
     regrades.announce(announced)
     with get_db() as session:
-        return jsonify(regrade_json(session, session.get(Regrade, regrade_id), course))
+        return reply(regrade_answer(session, session.get(Regrade, regrade_id), course))
 
 
 @bp.post("/regrades/<int:regrade_id>/discard")
@@ -339,7 +366,7 @@ def discard_regrade(regrade_id: int):
     with get_db() as session:
         regrade, course = _regrade(session, regrade_id)
         regrades.discard(session, regrade)
-        return jsonify(regrade_json(session, regrade, course))
+        return reply(regrade_answer(session, regrade, course))
 
 
 # ------------------------------------------------------------------ where the class is stuck
@@ -349,4 +376,5 @@ def discard_regrade(regrade_id: int):
 def get_analytics(assignment_id: int):
     with get_db() as session:
         assignment, _ = _assignment(session, assignment_id)
-        return jsonify(analytics.as_json(analytics.analytics(session, assignment)))
+        # The domain's JSON of it (grader.courses.analytics), held to the model here.
+        return reply(answers.Analytics.model_validate(analytics.as_json(analytics.analytics(session, assignment))))

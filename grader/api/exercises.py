@@ -8,8 +8,10 @@ itself; never a version of the catalogue's exercises or of another key's.
 
 from __future__ import annotations
 
-from flask import current_app, g, jsonify, request, url_for
+from flask import current_app, g, request, url_for
 
+from grader.api import answers
+from grader.api.answers import reply
 from grader.api.views import ApiError, _accepted, _key_limit, _key_prefix, bp, requires
 from grader import courses
 from grader.accounts.models import User
@@ -24,6 +26,7 @@ _ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/oc
 
 
 def _exercise_json(row: Exercise) -> dict:
+    """The exercise's fields as the API gives them (answers.Exercise, and its detail)."""
     return {"slug": row.slug, "version": row.version, "title": row.title, "device": row.device,
             "max_score": row.max_score, "functions": row.functions, "released": row.released}
 
@@ -50,7 +53,7 @@ def _visible(session, slug: str) -> Exercise:
 def list_exercises():
     with get_db() as session:
         rows = courses.exercises.listed(session, **viewer(session))
-        return jsonify(exercises=[_exercise_json(row) for row in rows])
+        return reply(answers.ExerciseList(exercises=[answers.Exercise(**_exercise_json(row)) for row in rows]))
 
 
 @bp.get("/exercises/<slug>")
@@ -61,7 +64,7 @@ def get_exercise(slug: str):
         found = _exercise_json(row)
     with get_db() as session:
         statement = uploads.statements(session, slug, current_app.config["EXERCISES_DIR"])
-    return jsonify({**found, "statement": statement})
+    return reply(answers.ExerciseDetail(**found, statement=statement))
 
 
 @bp.post("/exercises/<slug>/release")
@@ -76,7 +79,7 @@ def release_exercise(slug: str):
             drafts.release(session, row, key_id=g.caller.key_id)
         except drafts.NotReleasable as exc:
             raise ApiError.of(exc) from None
-        return jsonify(_exercise_json(row))
+        return reply(answers.Exercise(**_exercise_json(row)))
 
 
 @bp.get("/exercises/<slug>/versions")
@@ -92,11 +95,10 @@ def exercise_versions(slug: str):
                 listed = uploads.versions(session, slug, api_key_id=g.caller.key_id)
     if not listed:
         raise ApiError("exercise_not_found", f"there is no exercise {slug[:100]!r}")
-    return jsonify(slug=slug, versions=[
-        {"version": v.version, "state": v.state,
-         "check": url_for("api.get_exercise_check", check_id=v.check, _external=True) if v.check else None,
-         "uploaded_at": _iso(v.uploaded_at), "checked_at": _iso(v.checked_at), "error": v.error}
-        for v in listed])
+    return reply(answers.ExerciseVersions(slug=slug, versions=[answers.ExerciseVersion(
+        version=v.version, state=v.state,
+        check=url_for("api.get_exercise_check", check_id=v.check, _external=True) if v.check else None,
+        uploaded_at=_iso(v.uploaded_at), checked_at=_iso(v.checked_at), error=v.error) for v in listed]))
 
 
 # ------------------------------------------------------------------ publishing
@@ -126,9 +128,8 @@ def publish_exercise():
     except uploads.WorkersUnreachable as exc:
         raise ApiError("workers_unreachable", str(exc), {"Retry-After": "30"}) from None
     url = url_for("api.get_exercise_check", check_id=upload_id, _external=True)
-    response = jsonify(id=upload_id, url=url, status=UploadStatus.CHECKING, slug=slug, version=version)
-    response.status_code, response.headers["Location"] = 202, url
-    return response
+    return reply(answers.ExerciseCheckAccepted(id=upload_id, url=url, status=UploadStatus.CHECKING, slug=slug,
+                                               version=version), 202, {"Location": url})
 
 
 def _bundle_body() -> bytes:
@@ -158,13 +159,14 @@ def get_exercise_check(check_id: int):
         if upload is None or upload.api_key_id != g.caller.key_id:
             raise ApiError("check_not_found", f"this key sent no bundle checked as {check_id}")
         rows = [CheckRow(**row) for row in upload.check_rows or []]
-        return jsonify(
+        return reply(answers.ExerciseCheck(
             id=upload.id, url=url_for("api.get_exercise_check", check_id=upload.id, _external=True),
             slug=upload.slug, version=upload.version, status=upload.status, error=upload.error,
             uploaded_at=_iso(upload.uploaded_at), checked_at=_iso(upload.checked_at),
             holds=sum(r.ok for r in rows), violated=sum(not r.ok for r in rows), warnings=upload.warnings or [],
-            checks=[{"subject": r.subject, "expected": r.expected, "actual": r.actual, "ok": r.ok,
-                     "reason": None if r.ok else f"expected {r.expected}; got {r.actual}"} for r in rows])
+            checks=[answers.CheckResult(subject=r.subject, expected=r.expected, actual=r.actual, ok=r.ok,
+                                        reason=None if r.ok else f"expected {r.expected}; got {r.actual}")
+                    for r in rows]))
 
 
 def _iso(moment) -> str | None:

@@ -1,14 +1,15 @@
 """The OpenAPI 3.1 document of /api/v1.
 
-The request bodies' schemas are generated from their models (grader.api.bodies), which
-also check the requests; the rest is written by hand, next to the views it describes.
+Every body's schema is generated from its model: the requests' from grader.api.bodies, which
+checks them, the responses' from grader.api.answers, which the views build them with. The
+operations are written here by hand, with the statuses, error codes and scopes of each.
 tests/test_api.py keeps the two in step (every route documented with its methods, every
 documented path routed), and tests/openapi_check.py holds every response to it.
 """
 
 from __future__ import annotations
 
-from grader.api import bodies
+from grader.api import answers, bodies
 from grader.courses.similarity import MAX_CHARACTERS, MAX_STUDENTS
 from grader.bundle import SLUG
 from grader.refusals import CODES
@@ -52,493 +53,45 @@ def _untitled(node):
     return node
 
 
-def _request_schemas() -> dict:
-    """Each request body's schema, from its model; the models they use ($defs) beside them."""
+def _schemas(models, mode: str) -> dict:
+    """Each model's schema by its name, and the models they use ($defs) beside them: one name,
+    one schema, whichever model uses it."""
     found = {}
-    for model in (bodies.NewSubmission, bodies.NewComment, bodies.NewWebhook, bodies.NewCourse, bodies.Members,
-                  bodies.NewAssignment, bodies.NewExtension, bodies.NewOverride):
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        found.update(schema.pop("$defs", {}))
-        found[model.__name__] = schema
+    for model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}", mode=mode)
+        for name, used in {**schema.pop("$defs", {}), model.__name__: schema}.items():
+            if found.setdefault(name, used) != used:
+                raise ValueError(f"two schemas are named {name!r}")
     return _untitled(found)
 
 
-REQUEST_SCHEMAS = _request_schemas()
-
-
-def _as_3_1(node):
-    """OpenAPI 3.0's ``nullable``, in which the response schemas are written, as 3.1 says it:
-    a type that also allows null."""
-    if isinstance(node, dict):
-        node = {key: _as_3_1(value) for key, value in node.items()}
-        if node.pop("nullable", False):
-            kind = node.get("type")
-            if isinstance(kind, str):
-                node["type"] = [kind, "null"]
-            elif "enum" in node:
-                node["enum"] = [*node["enum"], None]
-            else:
-                node = {"anyOf": [node, {"type": "null"}]}
-        return node
+def _or_null(node):
+    """pydantic's ``anyOf: [X, null]`` of a plain type written as the type list it is: the
+    validators then name what X's own keywords refuse (a date-time without its zone)."""
     if isinstance(node, list):
-        return [_as_3_1(item) for item in node]
+        return [_or_null(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _or_null(value) for key, value in node.items()}
+    options = node.get("anyOf", [])
+    if len(options) == 2 and {"type": "null"} in options:
+        other = options[1 - options.index({"type": "null"})]
+        if isinstance(other.get("type"), str):
+            node.pop("anyOf")
+            node = {**other, **node, "type": [other["type"], "null"]}
+            if "const" in node:
+                node["enum"] = [node.pop("const")]
+            if "enum" in node:
+                node["enum"] = [*node["enum"], None]
     return node
 
 
-_TITLE = {"type": "object", "required": ["en"],
-          "properties": {"en": {"type": "string"}, "ko": {"type": "string"}}}
-
-SCHEMAS = {
-    "Error": {
-        "type": "object", "required": ["error"],
-        "properties": {"error": {
-            "type": "object", "required": ["code", "message"],
-            "properties": {
-                "code": {"type": "string", "enum": sorted(ERROR_CODES),
-                         "description": "Machine-readable; stable across versions of v1."},
-                "message": {"type": "string", "description": "What is wrong, for people."},
-                # Where a source does not parse (syntax_error): nothing was stored, no attempt used.
-                "line": {"type": "integer", "minimum": 1,
-                         "description": "`syntax_error` only: the line of the source (a notebook's: of its "
-                                        "graded source) where it does not parse; absent where the parser "
-                                        "cannot say (nesting too deep)."},
-                "column": {"type": "integer", "minimum": 1,
-                           "description": "`syntax_error` only, with `line`: the column, in characters "
-                                          "from 1."},
-                "cell": {"type": "integer", "minimum": 1,
-                         "description": "`syntax_error` of a notebook only: the cell, counting every cell "
-                                        "from 1."},
-                "cell_line": {"type": "integer", "minimum": 1,
-                              "description": "With `cell`: the line within that cell."},
-                "entry": {"type": "string",
-                          "description": "`damaged_zip` only: the path inside the zip of the entry that is "
-                                         "damaged; absent where the damage is the zip's own (cut short, its "
-                                         "directory unreadable)."},
-            }}},
-    },
-    "Exercise": {
-        "type": "object", "required": ["slug", "version", "title", "device", "max_score", "functions", "released"],
-        "properties": {
-            "slug": {"type": "string", "pattern": _SLUG, "example": "autograd-basics"},
-            "version": {"type": "integer", "minimum": 1},
-            "title": _TITLE,
-            "device": {"type": "string", "enum": ["cpu", "cuda", "any"],
-                       "description": "Where submissions are graded; `any` runs on a GPU where the "
-                                      "deployment has one."},
-            "max_score": {"type": "number", "description": "The sum of the points of the hidden tests."},
-            "functions": {"type": "array", "items": {"type": "string"},
-                          "description": "The functions a submission must define."},
-            "released": {"type": "boolean",
-                         "description": "In the catalogue, for everyone. `false`: a draft (published through an "
-                                        "upload and not released yet), seen only by its author, the "
-                                        "administrators and the staff of the courses whose assignments use it; "
-                                        "a course's students reach it through those assignments alone."},
-        },
-    },
-    "ExerciseList": {
-        "type": "object", "required": ["exercises"],
-        "properties": {"exercises": {"type": "array", "items": _ref("Exercise")}},
-    },
-    "ExerciseDetail": {
-        "allOf": [_ref("Exercise"), {
-            "type": "object", "required": ["statement"],
-            "properties": {"statement": {
-                "type": "object", "required": ["en", "ko"],
-                "description": "The statement in Markdown; null where the catalogue has no such text.",
-                "properties": {"en": {"type": "string", "nullable": True},
-                               "ko": {"type": "string", "nullable": True}}}},
-        }],
-    },
-    "ExerciseRegrades": {
-        "type": "object", "required": ["exercise", "regrades", "skipped"],
-        "properties": {
-            "exercise": {"type": "string"},
-            "regrades": {"type": "array", "items": _ref("Regrade")},
-            "skipped": {"type": "array", "items": {"type": "object", "required": ["assignment", "reason"],
-                                                   "properties": {"assignment": {"type": "integer"},
-                                                                  "reason": {"type": "string"}}}},
-        },
-    },
-    "ExerciseCheckAccepted": {
-        "type": "object", "required": ["id", "url", "status", "slug", "version"],
-        "properties": {
-            "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
-            "status": {"type": "string", "enum": ["checking"]},
-            "slug": {"type": "string"}, "version": {"type": "integer"},
-        },
-    },
-    "ExerciseCheck": {
-        "type": "object",
-        "required": ["id", "url", "slug", "version", "status", "error", "uploaded_at", "checked_at", "holds",
-                     "violated", "warnings", "checks"],
-        "properties": {
-            "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
-            "slug": {"type": "string"}, "version": {"type": "integer"},
-            "status": {"type": "string", "enum": ["checking", "published", "rejected"]},
-            "error": {"type": "string", "nullable": True, "description": "Why it was rejected."},
-            "uploaded_at": {"type": "string", "format": "date-time"},
-            "checked_at": {"type": "string", "format": "date-time", "nullable": True},
-            "holds": {"type": "integer"}, "violated": {"type": "integer"},
-            "warnings": {"type": "array", "items": {"type": "string"},
-                         "description": "What the check warns of, failing nothing: a bundle still `grader new`'s "
-                                        "template, a title a released exercise has already. Empty while checking."},
-            "checks": {"type": "array", "items": {
-                "type": "object", "required": ["subject", "expected", "actual", "ok", "reason"],
-                "properties": {
-                    "subject": {"type": "string", "description": "solution, starter, mutant:<name> or bundle"},
-                    "expected": {"type": "string"}, "actual": {"type": "string"}, "ok": {"type": "boolean"},
-                    "reason": {"type": "string", "nullable": True, "description": "Why a row failed."}}}},
-        },
-    },
-    "ExerciseVersions": {
-        "type": "object", "required": ["slug", "versions"],
-        "properties": {"slug": {"type": "string"}, "versions": {"type": "array", "items": {
-            "type": "object", "required": ["version", "state", "check", "uploaded_at", "checked_at", "error"],
-            "properties": {
-                "version": {"type": "integer"},
-                "state": {"type": "string", "enum": ["published", "kept", "checking", "rejected"],
-                          "description": "`published`: what new submissions are graded against; `kept`: "
-                                         "published before, still graded against for the assignments "
-                                         "pinned to it."},
-                "check": {"type": "string", "format": "uri", "nullable": True,
-                          "description": "Its check (null: the site's catalogue folder)."},
-                "uploaded_at": {"type": "string", "format": "date-time", "nullable": True},
-                "checked_at": {"type": "string", "format": "date-time", "nullable": True},
-                "error": {"type": "string", "nullable": True}}}}},
-    },
-    "SubmissionAccepted": {
-        "type": "object", "required": ["id", "url", "status"],
-        "properties": {
-            "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-            "url": {"type": "string", "format": "uri", "description": "Where to follow it (GET)."},
-            "status": {"type": "string", "enum": ["queued"]},
-            "practice": {"type": "boolean", "description": "Present (true) for a practice run."},
-        },
-    },
-    "PracticeRun": {
-        "type": "object",
-        "description": "As a Submission, with `practice: true`; its report lists the visible tests alone and its "
-                       "score is of their points. Never retried: `failed` (also when it was not run within ten "
-                       "minutes) means run it again. A user's latest 20 runs are kept.",
-        "required": ["id", "practice", "exercise", "exercise_version", "assignment", "user", "status", "progress",
-                     "score", "max_score", "failure_reason", "report", "notebook"],
-        "properties": {"id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-                       "practice": {"type": "boolean", "enum": [True]},
-                       "exercise": {"type": "string"}, "exercise_version": {"type": "integer"},
-                       "assignment": {"type": "integer", "nullable": True},
-                       "user": {"type": "string", "nullable": True},
-                       "status": {"type": "string", "enum": ["queued", "running", "graded", "failed"]},
-                       "progress": {"type": "object", "required": ["done", "total"],
-                                    "properties": {"done": {"type": "integer"}, "total": {"type": "integer"}}},
-                       "score": {"type": "number", "nullable": True},
-                       "max_score": {"type": "number", "nullable": True},
-                       "failure_reason": {"type": "string", "nullable": True},
-                       "report": {"type": "object", "nullable": True, "additionalProperties": True},
-                       "notebook": {"type": "object", "nullable": True, "additionalProperties": True}},
-    },
-    "Submission": {
-        "type": "object",
-        "required": ["id", "exercise", "exercise_version", "assignment", "user", "status", "progress", "score",
-                     "max_score", "failure_reason", "report", "notebook", "comments"],
-        "properties": {
-            "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-            "exercise": {"type": "string"},
-            "exercise_version": {"type": "integer"},
-            "assignment": {"type": "integer", "nullable": True},
-            "user": {"type": "string", "nullable": True,
-                     "description": "The user's external id (null for users who signed in on the site)."},
-            "status": {"type": "string", "enum": ["queued", "running", "graded", "failed"],
-                       "description": "`failed`: the grader could not grade it (never a zero score); "
-                                      "`failure_reason` says why."},
-            "progress": {"type": "object", "required": ["done", "total"],
-                         "properties": {"done": {"type": "integer"}, "total": {"type": "integer"}}},
-            "delayed": {"type": "boolean",
-                        "description": "While queued or running: no worker that takes its queue is up (one "
-                                       "stopped); it is graded when one is back, and nothing need be sent "
-                                       "again. Within seconds of a worker stopping."},
-            "score": {"type": "number", "nullable": True},
-            "max_score": {"type": "number", "nullable": True},
-            "failure_reason": {"type": "string", "nullable": True},
-            "report": {"type": "object", "nullable": True, "additionalProperties": True,
-                       "description": "The grading report (per test: name, passed, points, max points, "
-                                      "message, hint); null until graded. For a notebook, every line "
-                                      "number of the graded source in a message (`File \"submission.py\", "
-                                      "line 12`) is followed by its cell, `(cell 3, line 2)`. Read "
-                                      "with a personal token before an assignment releases its hidden "
-                                      "tests' results, it lists the visible tests alone, its score, "
-                                      "duration, warnings and output are empty, and its status is null "
-                                      "(graded or not) unless the code failed before any test ran "
-                                      "(syntax_error, submission_error): a limit reached may have been a "
-                                      "hidden test's."},
-            "comments": {"type": "array", "items": _ref("Comment"),
-                         "description": "What the course's staff said of it, the overall comments first, then "
-                                        "by line. Read with the student's personal token, empty while the "
-                                        "assignment holds the feedback (`feedback_held_until`): comments are "
-                                        "released with the hidden tests' results."},
-            "feedback_held_until": {"type": "string", "format": "date-time",
-                                    "description": "Present only when read with the student's personal "
-                                                   "token while the assignment holds the hidden tests' "
-                                                   "results (and the score) until its due date."},
-            "late": {"type": "boolean",
-                     "description": "Present for a submission made for an assignment: whether it came after "
-                                    "the student's own due date (an extension's included)."},
-            "late_penalty_percent": {"type": "number",
-                                     "description": "Present with `late`: the percentage of its score this "
-                                                    "submission loses for lateness (0 when on time)."},
-            "counted_score": {"type": "number", "nullable": True,
-                              "description": "Present for a submission made for an assignment: the score "
-                                             "that counts for its author on that assignment now (best or "
-                                             "latest, late penalties and a score set by hand applied), "
-                                             "which may come from another of their submissions. Null while "
-                                             "the hidden results are held from the reader, or before any "
-                                             "grade."},
-            "counted_max_score": {"type": "number", "nullable": True,
-                                  "description": "Present with `counted_score`: its maximum."},
-            "notebook": {"type": "object", "nullable": True, "required": ["cells"],
-                         "description": "Null unless the submission was a notebook: then where each code "
-                                        "cell graded is in the graded source.",
-                         "properties": {"cells": {"type": "array", "items": {
-                             "type": "object", "required": ["cell", "first_line", "lines"],
-                             "properties": {
-                                 "cell": {"type": "integer", "description": "The cell's number in the "
-                                                                            "notebook, from 1."},
-                                 "first_line": {"type": "integer",
-                                                "description": "The graded source's line of its first line."},
-                                 "lines": {"type": "integer"}}}}}},
-        },
-    },
-    "Comment": {
-        "type": "object", "required": ["id", "body", "line", "author", "created_at"],
-        "additionalProperties": False,
-        "properties": {
-            "id": {"type": "integer"},
-            "body": {"type": "string", "description": "Plain text, as written: escape it where it is shown."},
-            "line": {"type": "integer", "minimum": 1, "nullable": True,
-                     "description": "The line of the graded source it is on; null: on the whole submission."},
-            "author": {"type": "string", "description": "Who wrote it, as the student is shown it: a staff "
-                                                        "member's name, or `API key <prefix>`."},
-            "created_at": {"type": "string", "format": "date-time"},
-        },
-    },
-    "Webhook": {
-        "type": "object", "required": ["id", "url", "secret", "events"],
-        "properties": {
-            "id": {"type": "integer"},
-            "url": {"type": "string", "format": "uri"},
-            "secret": {"type": "string",
-                       "description": "Signs every delivery; shown only in this response. A delivery is "
-                                      "a POST of the submission's result (JSON, `event` and `submission`) "
-                                      "with `X-Grader-Timestamp: <unix seconds>` and `X-Grader-Signature: "
-                                      "sha256=<hex HMAC-SHA256(secret, \"<timestamp>.<body>\")>`. Any 2xx "
-                                      "answer ends it; others are retried with growing delays."},
-            "events": {"type": "array", "items": {"type": "string", "enum": ["submission.completed"]}},
-        },
-    },
-    **{
-        "Course": {
-            "type": "object", "required": ["id", "title", "code", "time_zone", "assignments"],
-            "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "code": {"type": "string"},
-                           "time_zone": {"type": "string"},
-                           "assignments": {"type": "array", "items": _ref("Assignment")}},
-        },
-        "Roster": {
-            "type": "object", "required": ["added", "changed", "members"],
-            "properties": {"added": {"type": "array", "items": {"type": "string"}},
-                           "changed": {"type": "array", "items": {"type": "string"}},
-                           "members": {"type": "array", "items": {"type": "object"}}},
-        },
-        "Assignment": {
-            "type": "object", "required": ["id", "course", "exercise", "version", "title", "due_at"],
-            "description": "Times in the course's time zone, with it: 2026-12-10 23:59 KST (Asia/Seoul).",
-            "properties": {"id": {"type": "integer"}, "course": {"type": "integer"}, "exercise": {"type": "string"},
-                           "version": {"type": "integer"}, "title": {"type": "string"},
-                           "opens_at": {"type": "string", "nullable": True}, "due_at": {"type": "string"},
-                           "late_until": {"type": "string", "nullable": True}, "late_policy": {"type": "string"},
-                           "late_percent": {"type": "number"}, "late_cap": {"type": "number", "nullable": True},
-                           "attempts": {"type": "integer", "nullable": True},
-                           "cooldown_minutes": {"type": "integer"}, "counts": {"type": "string"},
-                           "feedback": {"type": "string"},
-                           "time_limit_minutes": {"type": "integer", "nullable": True,
-                                                  "description": "Each student's minutes from their start; null: "
-                                                                 "untimed."}},
-        },
-        "AssignmentList": {
-            "type": "object", "required": ["assignments"],
-            "properties": {"assignments": {"type": "array", "items": _ref("ListedAssignment")}},
-        },
-        "ListedAssignment": {
-            "type": "object", "required": ["id", "title", "exercise", "course", "due_at", "due_at_shown"],
-            "description": "An assignment the caller can submit to. Read with a personal token, it carries where "
-                           "the token's owner stands: their own due date (an extension's included), attempts, "
-                           "why a submission now would be refused, and the score that counts (null while the "
-                           "hidden results are held).",
-            "properties": {
-                "id": {"type": "integer"}, "title": {"type": "string"}, "exercise": {"type": "string"},
-                "course": {"type": "object", "required": ["id", "code", "title"],
-                           "properties": {"id": {"type": "integer"}, "code": {"type": "string"},
-                                          "title": {"type": "string"}}},
-                "due_at": {"type": "string", "format": "date-time"},
-                "due_at_shown": {"type": "string", "description": "The due date in the course's zone, with it."},
-                "attempts": {"type": "integer", "nullable": True}, "feedback": {"type": "string"},
-                "attempts_used": {"type": "integer"}, "attempts_left": {"type": "integer", "nullable": True},
-                "refusal": {"type": "string", "nullable": True,
-                            "description": "The code a submission now would be refused with (closed, "
-                                           "no_attempts_left, cooling_down, not_open, time_up); null: it would "
-                                           "be taken."},
-                "counted_score": {"type": "number", "nullable": True},
-                "counted_max_score": {"type": "number", "nullable": True},
-                "feedback_held_until": {"type": "string", "format": "date-time", "nullable": True},
-                "time_limit_minutes": {"type": "integer", "nullable": True,
-                                       "description": "A timed assignment's minutes from each student's start (with a "
-                                                      "personal token: the owner's own, an extension's extra minutes "
-                                                      "included); null: untimed."},
-                "started_at": {"type": "string", "format": "date-time", "nullable": True,
-                               "description": "When the owner started this timed assignment (its page's start "
-                                              "button, or their first submission); null: not yet."},
-                "ends_at": {"type": "string", "format": "date-time", "nullable": True,
-                            "description": "The owner's own deadline on a timed assignment they started: their "
-                                           "start plus their time limit, or the close date if sooner. A "
-                                           "submission after it is refused with time_up."}},
-        },
-        "Extension": {"type": "object", "required": ["assignment", "user", "extra_attempts", "reason"],
-                      "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
-                                     "due_at": {"type": "string", "nullable": True},
-                                     "extra_attempts": {"type": "integer"}, "extra_minutes": {"type": "integer"},
-                                     "reason": {"type": "string"}}},
-        "ListedExtension": {
-            "type": "object",
-            "required": ["user_id", "user", "extra_attempts", "reason", "granted_by", "granted_at"],
-            "properties": {"user_id": {"type": "integer", "description": "The student, as the revoke's path names "
-                                                                         "them."},
-                           "user": {"type": "string", "description": "The student as the gradebook names them "
-                                                                     "(your key's own id for them)."},
-                           "name": {"type": "string"},
-                           "due_at": {"type": "string", "format": "date-time", "nullable": True},
-                           "due_at_shown": {"type": "string", "nullable": True,
-                                            "description": "The new due date in the course's time zone."},
-                           "extra_attempts": {"type": "integer"}, "extra_minutes": {"type": "integer"},
-                           "reason": {"type": "string"},
-                           "granted_by": {"type": "string"},
-                           "granted_at": {"type": "string", "format": "date-time",
-                                          "description": "When it was granted or last changed."}}},
-        "ExtensionList": {"type": "object", "required": ["assignment", "extensions"],
-                          "properties": {"assignment": {"type": "integer"},
-                                         "extensions": {"type": "array", "items": _ref("ListedExtension")}}},
-        "ListedOverride": {
-            "type": "object", "required": ["user_id", "user", "score", "reason", "granted_by", "granted_at"],
-            "properties": {"user_id": {"type": "integer", "description": "The student, as the revoke's path names "
-                                                                         "them."},
-                           "user": {"type": "string", "description": "The student as the gradebook names them "
-                                                                     "(your key's own id for them)."},
-                           "name": {"type": "string"}, "score": {"type": "number"}, "reason": {"type": "string"},
-                           "granted_by": {"type": "string"},
-                           "granted_at": {"type": "string", "format": "date-time",
-                                          "description": "When it was set or last changed."}}},
-        "OverrideList": {"type": "object", "required": ["assignment", "overrides"],
-                         "properties": {"assignment": {"type": "integer"},
-                                        "overrides": {"type": "array", "items": _ref("ListedOverride")}}},
-        "Override": {"type": "object", "required": ["assignment", "user", "score", "reason", "set_by", "set_at"],
-                     "properties": {"assignment": {"type": "integer"}, "user": {"type": "string"},
-                                    "score": {"type": "number"}, "reason": {"type": "string"},
-                                    "set_by": {"type": "string"}, "set_at": {"type": "string"}}},
-        "Regrade": {
-            "type": "object", "required": ["id", "assignment", "version", "status", "progress", "students", "unchanged"],
-            "description": "Every graded source of the assignment graded again against the exercise's current "
-                           "version, as new grades beside the old ones. `students`: those whose score that counts "
-                           "or whose tests' verdicts changed (when no longer running).",
-            "properties": {"id": {"type": "integer"}, "assignment": {"type": "integer"}, "version": {"type": "integer"},
-                           "status": {"type": "string", "enum": ["running", "ready", "published", "discarded"]},
-                           "requested_by": {"type": "string"}, "created_at": {"type": "string"},
-                           "url": {"type": "string", "format": "uri"},
-                           "progress": {"type": "object", "properties": {"done": {"type": "integer"},
-                                                                         "total": {"type": "integer"}}},
-                           "students": {"type": "array", "items": {"type": "object"}},
-                           "unchanged": {"type": "integer"}},
-        },
-        "Similarity": {
-            "type": "object", "required": ["assignment", "students", "pairs_sharing_code", "pairs"],
-            "description": "Every pair of students' final submissions (the one whose score counts, else the latest "
-                           "graded) that shares code beyond the exercise's starter file, most similar first, as "
-                           "copydetect finds it (tokenized, names and comments ignored; never run). For a reader's "
-                           "judgement: it never changes a score. `similarity` = (a.shared_tokens + "
-                           "b.shared_tokens) / (a.own_tokens + b.own_tokens); ties: more shared tokens first.",
-            "properties": {
-                "assignment": {"type": "integer"},
-                "students": {"type": "integer", "description": "Students with a graded submission, compared."},
-                "pairs_sharing_code": {"type": "integer",
-                                       "description": "All of them; `pairs` holds the first `limit`."},
-                "pairs": {"type": "array", "items": {
-                    "type": "object", "required": ["similarity", "a", "b"],
-                    "properties": {"similarity": {"type": "number", "minimum": 0, "maximum": 1},
-                                   "a": _ref("SimilarSide"), "b": _ref("SimilarSide")}}},
-            },
-        },
-        "SimilarSide": {
-            "type": "object",
-            "required": ["student", "name", "submission", "share", "own_tokens", "shared_tokens", "regions"],
-            "properties": {
-                "student": {"type": "string"}, "name": {"type": "string"},
-                "submission": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-                "share": {"type": "number", "description": "shared_tokens / own_tokens: the part of this submission's "
-                                                           "own code that the other has too."},
-                "own_tokens": {"type": "integer", "description": "Its tokenized characters beyond the starter code."},
-                "shared_tokens": {"type": "integer"},
-                "regions": {"type": "array", "description": "Where the shared code is in this source.", "items": {
-                    "type": "object", "required": ["start", "end", "first_line", "last_line"],
-                    "properties": {"start": {"type": "integer", "description": "Character offset, from 0."},
-                                   "end": {"type": "integer", "description": "Character offset, excluded."},
-                                   "first_line": {"type": "integer", "description": "From 1."},
-                                   "last_line": {"type": "integer"}}}},
-            },
-        },
-        "Gradebook": {
-            "type": "object", "required": ["course", "assignments", "students"],
-            "description": "Per student, each assignment's score that counts under its rules (best or latest, "
-                           "after late penalties; or the override), with its late mark, extension and override; "
-                           "each assignment's `max_score`, and each student's `total` out of `max_total` (the sum "
-                           "of the assignments' maxima). The CSV per student ends with `total` and `max_total`.",
-            "properties": {"course": {"type": "object"}, "assignments": {"type": "array", "items": {"type": "object"}},
-                           "students": {"type": "array", "items": {"type": "object"}}},
-        },
-        "Analytics": {
-            "type": "object",
-            "required": ["assignment", "at", "students", "scores", "tests", "misconceptions", "full_marks",
-                         "not_yet_full_marks"],
-            "description": "Where the class is stuck on one assignment, computed on request from the course's "
-                           "students (their role in it: student) and their submissions. Each student's score is "
-                           "the gradebook's (under their extension; an override replaces it). Times in the "
-                           "course's time zone, with it.",
-            "properties": {
-                "assignment": {"type": "object"}, "at": {"type": "string", "description": "The time it was computed."},
-                "students": {"type": "integer"},
-                "scores": {"type": "object", "description": "The scores that count, in percent of the maximum: "
-                           "`scored` students have one, `unscored` have none (nothing graded, no override); bins "
-                           "of 10 percent from `from_percent` (in) to `to_percent` (out, but 100 is in the last).",
-                           "properties": {"max_score": {"type": "number", "nullable": True},
-                                          "scored": {"type": "integer"}, "unscored": {"type": "integer"},
-                                          "mean_percent": {"type": "number", "nullable": True},
-                                          "median_percent": {"type": "number", "nullable": True},
-                                          "bins": {"type": "array", "items": {"type": "object"}}}},
-                "tests": {"type": "array", "description": "Per test, the visible ones (`visible`: true) and the "
-                          "hidden: how many of the students' counting submissions (none for a score set by hand) "
-                          "and of all their graded submissions passed it; one whose report does not list it did "
-                          "not.", "items": {"type": "object"}},
-                "misconceptions": {"type": "array", "description": "Each distinct hint failed tests gave, once "
-                                   "however many tests gave it, with those `tests` (`id`, `name`): `students` it was "
-                                   "given to, most first; `got_past`: those of them with a graded submission after "
-                                   "the last one that gave it, passing every test that had given it to them.",
-                                   "items": {"type": "object"}},
-                "full_marks": {"type": "object", "description": "`reached`: students with a graded submission "
-                               "passing every test (before late penalties); the attempts up to the first such "
-                               "(failed gradings are no attempt) and the seconds from their first submission to "
-                               "it; `never`: the other students."},
-                "not_yet_full_marks": {"type": "array", "description": "The students who have not reached full "
-                                       "marks, with their own due date (an extension's) and the seconds left "
-                                       "(negative once past), soonest first.", "items": {"type": "object"}},
-            },
-        },
-    },
-}
+REQUEST_SCHEMAS = _schemas((bodies.NewSubmission, bodies.NewComment, bodies.NewWebhook, bodies.NewCourse,
+                            bodies.Members, bodies.NewAssignment, bodies.NewExtension, bodies.NewOverride),
+                           "validation")
+RESPONSE_SCHEMAS = _or_null(_schemas(answers.RESPONSES, "serialization"))
+if REQUEST_SCHEMAS.keys() & RESPONSE_SCHEMAS.keys():  # one $ref, two schemas
+    raise ValueError(f"named for a request and a response: {REQUEST_SCHEMAS.keys() & RESPONSE_SCHEMAS.keys()}")
 
 
 def _paths() -> dict:
@@ -952,11 +505,11 @@ def document(server: str = "/api/v1") -> dict:
                                 "(`components.responses` NotFound and MethodNotAllowed)."},
         "servers": [{"url": server}],
         "security": [{"bearerAuth": []}],
-        "paths": _as_3_1(_every_operation_may_fail(_paths())),
+        "paths": _every_operation_may_fail(_paths()),
         "components": {
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
                                                "description": "An API key: gk_<prefix>_<secret>."}},
-            "schemas": _as_3_1({**SCHEMAS, **REQUEST_SCHEMAS}),
+            "schemas": {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS},
             "responses": {
                 "Unauthorized": _error("No API key, or one that is wrong or revoked.",
                                        "missing_api_key", "invalid_api_key", "api_key_revoked"),

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
-from flask import g, jsonify
+from flask import g
 
 from grader import submissions
-from grader.api.views import ApiError, bp, requires
+from grader.api import answers
+from grader.api.answers import reply
+from grader.api.views import ApiError, bp, progress, requires
 from grader.extensions import get_db
 from grader.submissions import notebooks
 from grader.submissions import practice as runs
@@ -36,9 +38,8 @@ def get_practice_run(run_id: str):
             user = submissions.shown_external_id(row.user) if row is not None else None
     if row is None:
         raise ApiError("practice_run_not_found", f"there is no practice run {run_id[:100]!r}")
-    return jsonify(id=row.id, practice=True, exercise=row.exercise_slug, exercise_version=row.exercise_version,
-                   assignment=row.assignment_id, user=user, status=runs.shown_status(row),
-                   progress={"done": row.progress_done, "total": row.progress_total},
-                   score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
-                   report=notebooks.located_report(row.report, row.notebook),
-                   notebook=notebooks.described(row.notebook))
+    return reply(answers.PracticeRun(
+        id=row.id, practice=True, exercise=row.exercise_slug, exercise_version=row.exercise_version,
+        assignment=row.assignment_id, user=user, status=runs.shown_status(row), progress=progress(row),
+        score=row.score, max_score=row.max_score, failure_reason=row.failure_reason,
+        report=notebooks.located_report(row.report, row.notebook), notebook=notebooks.described(row.notebook)))

@@ -24,6 +24,8 @@ from grader.courses import comments
 from grader.courses.models import Assignment, Course
 from grader.courses.times import aware
 from grader.db import now
+from grader.api import answers
+from grader.api.answers import reply
 from grader.api.bodies import NewSubmission, NewWebhook, parse
 from grader.api.openapi import document
 from grader.refusals import Refused
@@ -53,10 +55,8 @@ class ApiError(Refused):
 
 
 def error_response(status: int, code: str, message: str, headers: dict | None = None, where: dict | None = None):
-    response = jsonify(error={**(where or {}), "code": code, "message": message})
-    response.status_code = status
-    response.headers.update(headers or {})
-    return response
+    return reply(answers.Error(error=answers.ErrorDetail(**(where or {}), code=code, message=message)), status,
+                 headers)
 
 
 @bp.errorhandler(Refused)
@@ -165,12 +165,11 @@ def create_submission():
         raise _when_to_retry(exc) from None
     if practice_run:
         url = url_for("api.get_practice_run", run_id=taken.id, _external=True)
-        response = jsonify(id=taken.id, url=url, status=SubmissionStatus.QUEUED, practice=True)
+        accepted = answers.SubmissionAccepted(id=taken.id, url=url, status=SubmissionStatus.QUEUED, practice=True)
     else:
         url = url_for("api.get_submission", submission_id=taken.id, _external=True)
-        response = jsonify(id=taken.id, url=url, status=SubmissionStatus.QUEUED)
-    response.status_code, response.headers["Location"] = 202, url
-    return response
+        accepted = answers.SubmissionAccepted(id=taken.id, url=url, status=SubmissionStatus.QUEUED)
+    return reply(accepted, 202, {"Location": url})
 
 
 def _when_to_retry(refusal: Refused) -> ApiError:
@@ -234,30 +233,33 @@ def get_submission(submission_id: str):
                 shown = courses.seen(session, row, viewer)
                 delayed = submissions.delayed(row)
                 # Held with the rest of the feedback, where the assignment holds it.
-                remarks = [comment_json(c) for c in comments.shown_to(session, row, viewer)]
+                remarks = [comment_answer(c) for c in comments.shown_to(session, row, viewer)]
     if row is None:
         raise ApiError("submission_not_found", f"there is no submission {submission_id[:100]!r}")
     # A notebook's report names the cell beside each line number of the graded source.
     report = courses.held_report(notebooks.located_report(row.report, row.notebook), shown)
     body = dict(id=row.id, exercise=row.exercise_slug, exercise_version=row.exercise_version,
-                assignment=row.assignment_id, user=user,
-                status=row.status, progress={"done": row.progress_done, "total": row.progress_total},
+                assignment=row.assignment_id, user=user, status=row.status, progress=progress(row),
                 score=shown.score, max_score=shown.max_score, failure_reason=row.failure_reason,
-                report=report, notebook=notebooks.described(row.notebook), delayed=delayed)
+                report=report, notebook=notebooks.described(row.notebook), delayed=delayed, comments=remarks)
     if shown.assignment is not None:
         # Made for an assignment: whether it came late, what that costs, and what counts now.
         body.update(late=shown.late, late_penalty_percent=shown.penalty, counted_score=shown.counted_score,
                     counted_max_score=shown.counted_max)
     if shown.held:
         body.update(feedback_held_until=shown.held_until.isoformat(timespec="seconds"))
-    body.update(comments=remarks)
-    return jsonify(body)
+    return reply(answers.Submission(**body))
 
 
-def comment_json(comment) -> dict:
+def progress(row) -> answers.Progress:
+    """How many of a submission's (or practice run's) tests have run, of how many."""
+    return answers.Progress(done=row.progress_done, total=row.progress_total)
+
+
+def comment_answer(comment) -> answers.Comment:
     """A staff comment on a submission (grader.courses.comments), as the API gives it."""
-    return {"id": comment.id, "body": comment.body, "line": comment.line, "author": comment.author_name,
-            "created_at": aware(comment.created_at).isoformat(timespec="seconds")}
+    return answers.Comment(id=comment.id, body=comment.body, line=comment.line, author=comment.author_name,
+                           created_at=aware(comment.created_at).isoformat(timespec="seconds"))
 
 
 # ------------------------------------------------------------------ webhooks
@@ -274,9 +276,7 @@ def create_webhook():
             hook_id, url = row.id, row.url
     except webhooks.WebhookError as exc:
         raise ApiError("invalid_url", str(exc)) from None
-    response = jsonify(id=hook_id, url=url, secret=secret, events=[webhooks.EVENT])
-    response.status_code = 201
-    return response
+    return reply(answers.Webhook(id=hook_id, url=url, secret=secret, events=[webhooks.EVENT]), 201)
 
 
 @bp.delete("/webhooks/<int:webhook_id>")

@@ -1,9 +1,9 @@
 """The gradebook: every student of a course against every assignment, with the score
 that counts under each assignment's rules, its late mark, extension and override; as
-rows for the pages, JSON for the API and CSV for the registrar (one row per student, or
-one per submission), every time in the course's time zone (in CSV as ISO 8601, with its
-UTC offset). Every CSV goes through grader.exports: each column named once, no cell a
-spreadsheet would run."""
+rows for the pages and the API (whose JSON grader.api.courses makes of them) and CSV for
+the registrar (one row per student, or one per submission), every time in the course's
+time zone (in CSV as ISO 8601, with its UTC offset). Every CSV goes through
+grader.exports: each column named once, no cell a spreadsheet would run."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, load_only
 
 from grader.accounts.models import User
 from grader.catalog.models import Exercise
-from grader.courses.times import aware as _aware, iso, shown
+from grader.courses.times import aware as _aware, iso
 from grader.courses.counting import counted
 from grader.courses.roster import members
 from grader.courses.assignments import rules_of
@@ -127,30 +127,6 @@ def gradebook(session: Session, course: Course, *, students_only: bool = True,
 def who(user: User) -> str:
     """A student as a gradebook names them: their e-mail, else the id an outside system gave."""
     return user.email or shown_external_id(user) or f"user {user.id}"
-
-
-def as_json(book: Gradebook) -> dict:
-    return {
-        "course": {"id": book.course.id, "title": book.course.title, "code": book.course.code,
-                   "time_zone": book.course.time_zone},
-        "assignments": [{"id": a.id, "title": a.title, "exercise": a.exercise_slug, "version": a.exercise_version,
-                         "due_at": shown(a.due_at, book.course), "max_score": book.maxima.get(a.id)}
-                        for a in book.assignments],
-        "students": [{
-            "student": who(row.user), "name": row.user.name, "total": row.total,
-            "max_total": book.max_total,
-            "scores": [{"assignment": a.id, "score": cell.counted.score, "max_score": cell.counted.max_score,
-                        "counted": cell.counted.how, "attempts": cell.attempts, "late": cell.counted.late,
-                        "late_penalty_percent": cell.counted.penalty,
-                        "extension": {"due_at": shown(cell.extension.due_at, book.course),
-                                      "extra_attempts": cell.extension.extra_attempts,
-                                      "reason": cell.extension.reason} if cell.extension else None,
-                        "override": {"score": cell.override.score, "reason": cell.override.reason,
-                                     "set_by": cell.override.set_by,
-                                     "set_at": shown(cell.override.set_at, book.course)} if cell.override else None}
-                       for a in book.assignments for cell in [row.cells[a.id]]],
-        } for row in book.rows],
-    }
 
 
 def titles(book: Gradebook) -> list[str]:
