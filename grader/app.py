@@ -30,12 +30,16 @@ _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 
 _KEPT_HEADERS = ("allow", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
 
 
+class _Site(Flask):
+    url_map_class = per_process.SettledMap
+    url_rule_class = per_process.LazyRule
+
+
 def create_app(config: dict | None = None, *, using: Settings | None = None) -> Flask:
     """The web app, configured from ``using`` (the process's settings by default); ``config``
     overrides Flask's own configuration (tests pass DATABASE_URL, EXERCISES_DIR). Tasks go
     to the broker grader.tasks' Celery app was made for (GRADER_REDIS_URL)."""
-    app = Flask(__name__, instance_relative_config=True)
-    app.url_rule_class = per_process.LazyRule
+    app = _Site(__name__, instance_relative_config=True)
     app.jinja_options = {**app.jinja_options, "bytecode_cache": per_process.TEMPLATES}
     defaults = using or settings()
     app.extensions["grader.settings"] = defaults
@@ -95,6 +99,7 @@ def create_app(config: dict | None = None, *, using: Settings | None = None) -> 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n, x_prefix=n)
 
     app.register_error_handler(HTTPException, _http_error)
+    app.url_map.settle()
     return app
 
 
