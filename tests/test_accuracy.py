@@ -114,3 +114,28 @@ def test_misconception_check_catches_undeclared_hints_and_uncovered_rows(tmp_pat
     assert any(r[0] == "mutant:backward_twice" and "undeclared" in r[2] for r in undeclared)
     unknown = bad({"backward_twice": {"hint": ["The gradient is twice too large", "not a row"]}})
     assert any("not in the table" in r[2] for r in unknown)
+
+
+def test_a_rows_hint_shown_to_a_mutant_that_does_not_declare_it_fails_the_row(tmp_path):
+    from grader.authoring import misconceptions
+    from grader.protocol import report as report_format
+
+    exercise = _bundle_with_table(tmp_path, [
+        "| `twice too large` | backward twice | 8x | backward_twice |",
+        "| `worked out by hand` | formulas | x.grad None | by_hand |",
+    ])
+
+    def shown(hint):
+        return report_format.Report("autograd-basics", 1, "graded", 0, 1, 0, tests=[
+            report_format.TestResult("t::test_a", "test_a", False, False, 0, 1, hint=hint)])
+
+    both = "Worked out by hand, the gradient is twice too large."
+    reports = {"backward_twice": shown("The gradient is twice too large."), "by_hand": shown(both.lower())}
+    declared = {"backward_twice": {"hint": "twice too large"}, "by_hand": {"hint": "worked out by hand"}}
+    crossed = lambda: [r for r in misconceptions.check(exercise, declared, reports)
+                       if r[1] == "shown to no mutant that does not declare it" and not r[3]]
+    # by_hand shows its own phrase, so "shows exactly the hints it declares" holds; the row of the other does not
+    assert crossed() == [("row:twice too large", "shown to no mutant that does not declare it",
+                          "also shown to by_hand", False)]
+    declared["by_hand"]["hint"] = ["worked out by hand", "twice too large"]  # a hint that names both, said so
+    assert crossed() == []

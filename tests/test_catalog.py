@@ -17,7 +17,8 @@ BASICS = EXERCISES / "autograd-basics"
 
 @pytest.mark.parametrize("exercise", catalog.all_bundles(EXERCISES), ids=lambda e: e.slug)
 def test_every_exercise_in_the_catalogue_checks_out(exercise):
-    rows = check(exercise)
+    # Its near misses are graded once, by tests/test_near_miss_hints.py, which reads their reports in Korean too.
+    rows = check(exercise, near_misses=False)
     assert all(r.ok for r in rows), "\n" + format_check(rows)
 
 

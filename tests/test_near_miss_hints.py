@@ -1,121 +1,40 @@
 """Near misses of every exercise's reference solution get no hint that names a mistake, and
 their reports rendered in Korean have no English word outside code.
 
-Each variant is the reference solution with one of its functions (or methods) rebound to a
-wrapper that changes what it returns: scaled by 1.37, negated, or shifted by 0.01. No
-exercise declares any of these as a mistake, so a failing test may show no hint, or only one
-that states a rule the variant breaks (ALLOWED, per wrapped function); a hint that claims
-another mistake is a false diagnosis, fixed at its source and kept in tests/fixtures/true_hints/.
+The near misses and the judgement are the bundle check's (grader.authoring.near_miss): each
+variant is the reference with one function's value scaled by 1.37, negated, or shifted by
+0.01, and may show only the hints its bundle declares for that function in
+mutants/near_misses.toml (rules the changed value breaks). A hint that claims another
+mistake is a false diagnosis, fixed at its source and kept in tests/fixtures/true_hints/.
+
+Here is where the catalogue's near misses are graded, once: tests/test_catalog.py checks the
+rest of each bundle, and the same reports serve the Korean check.
 """
 
 from __future__ import annotations
 
-import ast
+import shutil
 from pathlib import Path
 
 import pytest
 
 from grader import catalog
-from grader.engine import grade
+from grader.authoring import near_miss
+from grader.protocol import report as report_format
 from grader.settings import settings
 from tests.korean_words import code_names, english_words
 
-CHANGES = {"scaled by 1.37": "v * 1.37", "negated": "-v", "plus 0.01": "v + 0.01"}
 
-# Hints true of a variant that wraps this function: each states a rule that the changed
-# return value breaks, and claims no cause.
-ALLOWED = {
-    ("control-flow", "grad_of_f"): ["should return a.grad"],  # the value is no longer a.grad
-    ("grad-scaler", "GradScaler.scale"): ["scale(loss) must return the loss multiplied by the current scale"],
-    ("grad-scaler", "GradScaler.get_scale"): ["Right after construction get_scale() must return init_scale",
-                                              "scale(loss) must return the loss multiplied by the current scale"],
-}
-
-_WRAPPER = '''
-
-import functools as _near_miss_functools
-import torch as _near_miss_torch
-
-
-def _near_miss_change(v):
-    if isinstance(v, _near_miss_torch.Tensor):
-        return ({change}) if v.is_floating_point() else v
-    if isinstance(v, float):
-        return {change}
-    if isinstance(v, dict):
-        return {{k: _near_miss_change(x) for k, x in v.items()}}
-    if isinstance(v, (list, tuple)):
-        return type(v)(_near_miss_change(x) for x in v)
-    return v
-
-
-def _near_miss_wrap(fn):
-    @_near_miss_functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        return _near_miss_change(fn(*args, **kwargs))
-    return wrapped
-
-
-'''
-
-
-def _returns_a_value(fn: ast.FunctionDef) -> bool:
-    return any(isinstance(n, ast.Return) and n.value is not None and not isinstance(n.value, ast.Constant)
-               for n in ast.walk(fn))
-
-
-def targets(source: str) -> list[tuple[str | None, str, bool]]:
-    """(class or None, name, staticmethod) of each public function and method that returns a
-    computed value: the places a student's result can be off."""
-    found = []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and _returns_a_value(node):
-            found.append((None, node.name, False))
-        if isinstance(node, ast.ClassDef):
-            for fn in node.body:
-                if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("__") and _returns_a_value(fn):
-                    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
-                    found.append((node.name, fn.name, static))
-    return found
-
-
-def variant(source: str, target: tuple[str | None, str, bool], change: str) -> str:
-    """The reference solution with ``target`` rebound to return its value changed; its own
-    definition stays, so what the tests read of the source is the reference's."""
-    cls, name, static = target
-    code = source + _WRAPPER.format(change=CHANGES[change])
-    if cls is None:
-        return code + f"{name} = _near_miss_wrap({name})\n"
-    original = f"{cls}.__dict__[{name!r}]"
-    if static:
-        return code + f"{cls}.{name} = staticmethod(_near_miss_wrap({original}.__func__))\n"
-    return code + f"{cls}.{name} = _near_miss_wrap({original})\n"
-
-
-def _cases():
-    root = Path(settings().exercises_dir)
-    for folder in sorted(p for p in root.iterdir() if (p / "solution.py").exists()):
-        source = (folder / "solution.py").read_text()
-        for target in targets(source):
-            label = f"{target[0]}.{target[1]}" if target[0] else target[1]
-            yield pytest.param(folder.name, target, label, id=f"{folder.name}/{label}")
-
-
-@pytest.mark.parametrize("slug,target,label", list(_cases()))
-def test_near_misses_get_no_false_diagnosis(slug, target, label):
-    exercise = catalog.find(slug, settings().exercises_dir)
-    source = (Path(settings().exercises_dir) / slug / "solution.py").read_text()
-    allowed = ALLOWED.get((slug, label), [])
-    names = code_names(Path(settings().exercises_dir) / slug)
-    wrong, english = [], []
-    for change in CHANGES:
-        report = grade(exercise, variant(source, target, change))
-        assert report.status == "graded", (change, report.message)
-        wrong += [(change, t.name, t.hint) for t in report.tests
-                  if not t.passed and t.hint and not any(phrase in t.hint for phrase in allowed)]
-        english += [(change, line) for line in report.render("ko").replace(slug, "").splitlines()
-                    if english_words(line, names)]
-    assert not wrong, wrong
+@pytest.mark.parametrize("exercise", catalog.all_bundles(settings().exercises_dir), ids=lambda e: e.slug)
+def test_near_misses_get_no_false_diagnosis_and_read_in_korean(exercise):
+    reports = {}
+    rows = near_miss.check(exercise, on_report=reports.__setitem__)
+    assert len(reports) == len(near_miss.targets(exercise.read("solution.py"))) * len(near_miss.CHANGES) > 0
+    assert [r for r in rows if not r[3]] == []
+    names = code_names(exercise.path)
+    english = [(subject, line) for subject, report in reports.items()
+               for line in report.render("ko").replace(exercise.slug, "").splitlines()
+               if english_words(line, names)]
     assert not english, english
 
 
@@ -123,10 +42,59 @@ def test_variants_wrap_each_returning_function():
     source = ("class S(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n"
               "    def note(self):\n        return\n\n"
               "def f(x):\n    return x.grad\n\ndef _helper(x):\n    return x\n\ndef g():\n    return True\n")
-    assert targets(source) == [("S", "forward", True), (None, "f", False)]
+    assert near_miss.targets(source) == [("S", "forward", True), (None, "f", False)]
+    assert [m.subject for m in near_miss.near_misses(source)][:2] == [
+        "near miss S.forward scaled by 1.37", "near miss S.forward negated"]
     namespace = {}
-    exec(compile(variant("import torch\n" + source, (None, "f", False), "negated"), "v", "exec"), namespace)
+    exec(compile(near_miss.variant("import torch\n" + source, near_miss.Target(None, "f", False), "negated"),
+                 "v", "exec"), namespace)
     import torch
     x = torch.ones(2, requires_grad=True)
     x.grad = torch.tensor([1.0, 2.0])
     assert torch.equal(namespace["f"](x), torch.tensor([-1.0, -2.0]))
+
+
+def _report(*hints):
+    return report_format.Report("x", 1, "graded", 0, len(hints), 0, tests=[
+        report_format.TestResult(f"t::test_{i}", f"test_{i}", False, False, 0, 1, hint=h) for i, h in enumerate(hints)])
+
+
+def test_a_hint_is_allowed_only_where_it_states_a_declared_rule_and_names_no_other_row():
+    phrases = ["must return the loss times the scale", "never cleared", "twice too large"]
+    allowed = ["must return the loss times the scale"]
+    assert near_miss.false_hints(_report(None, "scale(loss) must return the loss times the scale."), allowed, phrases) == []
+    assert near_miss.false_hints(_report("The flag was never cleared."), allowed, phrases) == [
+        "The flag was never cleared."]
+    assert near_miss.false_hints(_report("A hint of no row."), allowed, phrases) == ["A hint of no row."]
+    both = "scale(loss) must return the loss times the scale: it is twice too large."
+    assert near_miss.false_hints(_report(both), allowed, phrases) == [both]
+
+
+def test_the_check_holds_near_misses_to_the_bundles_declarations(tmp_path, monkeypatch):
+    folder = shutil.copytree(Path(settings().exercises_dir) / "control-flow", tmp_path / "control-flow")
+    declared = folder / near_miss.DECLARATIONS
+    rule = "grad_of_f should return a.grad, not f(a)."
+    false = "f(a) is 100 times too small: the 100 * b branch is missing."
+    graded = []
+
+    def grade(bundle, source):
+        graded.append(source)
+        return _report(rule if source.endswith("grad_of_f = _near_miss_wrap(grad_of_f)\n") else false)
+
+    monkeypatch.setattr(near_miss, "grade", grade)
+    rows = near_miss.check(catalog.load(folder))
+    bad = {r[0]: r[2] for r in rows if not r[3]}
+    assert len(graded) == 6 and set(bad) == {f"near miss f {c}" for c in near_miss.CHANGES}
+    assert "false hint 'f(a) is 100 times too small" in bad["near miss f negated"]
+    assert ("near misses of grad_of_f", "show each hint declared for them", "yes", True) in rows
+
+    declared.write_text('grad_of_f = ["should return a.grad", "100 times too large"]\nf = ["no such row"]\n'
+                        'nothing = []\n')
+    rows = near_miss.check(catalog.load(folder))
+    said = {(r[0], r[1]): r[2] for r in rows if not r[3]}
+    assert said[("bundle", f"{near_miss.DECLARATIONS} names functions of the reference and phrases of the table")] \
+        == "not so: function nothing, 'no such row'"
+    assert said[("near misses of grad_of_f", "show each hint declared for them")] == "not shown '100 times too large'"
+
+    declared.write_text("grad_of_f = [")
+    assert any(r[1] == f"valid {near_miss.DECLARATIONS}" and not r[3] for r in near_miss.check(catalog.load(folder)))

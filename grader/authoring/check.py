@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import tomllib
 
-from grader.authoring import misconceptions
+from grader.authoring import misconceptions, near_miss
 from grader.bundle import Bundle
 from grader.authoring.check_table import CheckRow
 from grader.engine.grading import grade
 
 
-def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
+def check(bundle: Bundle, on_report=None, near_misses: bool = True) -> list[CheckRow]:
     """Grade the bundle's own files and compare with what they must score.
 
     The reference scores full marks twice with identical reports; the starter
-    scores less; every mutant fails exactly the tests it declares and shows its hint.
+    scores less; every mutant fails exactly the tests it declares and shows its hint,
+    and no other mutant's; with ``near_misses``, no near miss of the reference
+    (near_miss.py) is shown a hint that names a mistake it did not make.
     ``on_report(subject, report)``, if given, sees each subject's report once (the
     reference's first), so that a caller needs no grade of its own.
     """
@@ -74,6 +76,9 @@ def check(bundle: Bundle, on_report=None) -> list[CheckRow]:
     # Hints and mutants in step with the misconception table.
     for subject, expected, actual, ok in misconceptions.check(bundle, declared, reports):
         row(subject, expected, actual, ok)
+    if near_misses and full:  # a reference that fails its tests has failed the check already
+        for subject, expected, actual, ok in near_miss.check(bundle, on_report):
+            row(subject, expected, actual, ok)
     return rows
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 @dataclass
 class CheckRow:
     exercise: str
-    subject: str       # "solution", "starter", "mutant:<name>", "bundle"
+    subject: str       # "solution", "starter", "mutant:<name>", "row:<phrase>", "near miss <function> <change>", "bundle"
     expected: str
     actual: str
     ok: bool

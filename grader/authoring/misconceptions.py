@@ -6,13 +6,19 @@
     | --- | --- | --- | --- |
     | `ran on a copy of x` | backward() on x.detach().requires_grad_() | x.grad None; runs on an integer x ... | detached_copy |
 
-``hint`` is a phrase (in backticks) that appears in the hint the row's mistake gets. The
-check (part of ``grader check``) holds when:
+``hint`` is a phrase (in backticks) that appears in the hint the row's mistake gets: a hint
+that contains it names that row's mistake, so a phrase must be found in no other row's hint
+(one hint that fits several mistakes is one row, with all their mutants). The check (part of
+``grader check``) holds when:
 
 - every hint the hidden tests can give (each literal hint text in tests/) contains the
   phrase of some row, and every row is triggered by one of its mutants;
 - every mutant names (``hint = "..."`` or a list, in mutants.toml) only phrases of rows,
-  shows each of them, and shows no hint that its declaration does not name.
+  shows each of them, and shows no hint that its declaration does not name;
+- no row's phrase is shown to a mutant that does not declare it: each hint fires for its
+  mistake and for no other mistake of the table.
+
+Near misses of the reference (near_miss.py) are held to the same phrases.
 """
 
 from __future__ import annotations
@@ -44,6 +50,16 @@ def parse(path: Path) -> list[Row]:
         mutants = [m.strip(" `") for m in cells[3].split(",") if m.strip(" `")]
         rows.append(Row(phrase, cells[1], cells[2], mutants))
     return rows
+
+
+def table(exercise) -> list[Row]:
+    path = exercise.path / TABLE
+    return parse(path) if path.is_file() else []
+
+
+def claimed(hint: str, phrases) -> list[str]:
+    """The phrases of the table that ``hint`` contains: the mistakes it names."""
+    return [p for p in phrases if p in hint]
 
 
 def declared_phrases(spec: dict) -> list[str]:
@@ -78,8 +94,7 @@ def shown_hints(report) -> list[str]:
 def check(exercise, declared: dict, reports: dict) -> list[tuple[str, str, str, bool]]:
     """(subject, expected, actual, ok) rows; ``reports`` maps a mutant's name to its report."""
     out = []
-    table = exercise.path / TABLE
-    rows = parse(table) if table.is_file() else []
+    rows = table(exercise)
     phrases = {r.phrase for r in rows}
     for text in test_hints(exercise.tests_dir) if rows else ():
         if not any(p in text for p in phrases):
@@ -93,6 +108,11 @@ def check(exercise, declared: dict, reports: dict) -> list[tuple[str, str, str, 
         out.append((f"row:{row.phrase[:40]}", "a mutant of the row shows and declares its hint",
                     f"shown by {', '.join(triggering) or 'none'}; declared by {', '.join(named) or 'none'} "
                     f"of {', '.join(row.mutants) or 'no mutants'}", ok))
+        others = [m for m, report in sorted(reports.items())
+                  if row.phrase not in declared_phrases(declared.get(m, {}))
+                  and any(row.phrase in h for h in shown_hints(report))]
+        out.append((f"row:{row.phrase[:40]}", "shown to no mutant that does not declare it",
+                    f"also shown to {', '.join(others)}" if others else "none", not others))
     for name, report in sorted(reports.items()):
         names = declared_phrases(declared.get(name, {}))
         unknown = [p for p in names if p not in phrases]

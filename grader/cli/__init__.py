@@ -99,7 +99,8 @@ COMMANDS = {
                    "Assignments: an exercise in a course at a pinned version, with its due date and rules."),
     "check": ("check:check_command",
               "Check exercise bundles: the reference scores full marks (twice, identically), the starter less, "
-              "and every mutant fails exactly as it declares."),
+              "every mutant fails exactly as it declares and shows its hint and no other mutant's, and near "
+              "misses of the reference get no hint they do not deserve."),
     "create-user": ("accounts:create_user_command", "Create a local account, such as the first administrator."),
     "db": ("database:db_group", "The database at GRADER_DATABASE_URL."),
     "grade": ("grade:grade_command",

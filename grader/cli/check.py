@@ -19,9 +19,13 @@ from grader.settings import settings
 @click.argument("exercises", nargs=-1)
 @click.option("--mutate", is_flag=True, help="Mutate each reference solution and report the mutants "
               "that still get full marks (see grader.authoring.mutation).")
-def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
+@click.option("--near-misses/--no-near-misses", default=True, show_default=True,
+              help="Grade the near misses of each reference solution (one function's value changed) and fail "
+                   "on a hint that names a mistake they did not make (see grader.authoring.near_miss).")
+def check_command(exercises: tuple[str, ...], mutate: bool, near_misses: bool) -> None:
     """Check exercise bundles: the reference scores full marks (twice, identically),
-    the starter less, and every mutant fails exactly as it declares.
+    the starter less, every mutant fails exactly as it declares and shows its hint and
+    no other mutant's, and near misses of the reference get no hint they do not deserve.
 
     With no EXERCISES, checks the whole catalogue. Exit status 1 on any violation.
     Warns (and fails nothing) of a bundle still `grader new`'s template, and of a title
@@ -34,7 +38,7 @@ def check_command(exercises: tuple[str, ...], mutate: bool) -> None:
             results = [r for bundle in chosen for r in mutation.run(bundle)]
             click.echo(mutation.format_results(results))
             sys.exit(1 if any(r.hole for r in results) else 0)
-        rows = [row for bundle in chosen for row in check(bundle)]
+        rows = [row for bundle in chosen for row in check(bundle, near_misses=near_misses)]
     except catalog.CatalogError as exc:
         raise click.ClickException(str(exc)) from None
     except SandboxUnavailable as exc:
@@ -62,7 +66,10 @@ def bundle_warnings(chosen: list[catalog.Bundle]) -> dict[str, list[str]]:
 @click.command("check")
 @click.argument("exercises", nargs=-1)
 @click.option("--mutate", is_flag=True, help="Also mutate each reference solution (see `grader check`).")
+@click.option("--near-misses/--no-near-misses", default=True, show_default=True,
+              help="Grade the near misses of each reference solution too (see `grader check`).")
 @click.pass_context
-def exercise_check_command(context: click.Context, exercises: tuple[str, ...], mutate: bool) -> None:
+def exercise_check_command(context: click.Context, exercises: tuple[str, ...], mutate: bool,
+                           near_misses: bool) -> None:
     """Check bundles here, before pushing them: the same as `grader check`."""
     context.forward(check_command)

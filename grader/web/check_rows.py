@@ -26,12 +26,29 @@ def _phrases() -> dict[str, str]:
         "a mutant of the row shows and declares its hint": _("a mutant of the row shows and declares its hint"),
         "declares only hints of the table": _("declares only hints of the table"),
         "shows exactly the hints it declares": _("shows exactly the hints it declares"),
+        "shown to no mutant that does not declare it": _("shown to no mutant that does not declare it"),
+        "none": _("none"), "no hint": _("no hint"),
+        "no hint claims another mistake": _("no hint claims another mistake"),
+        "only hints declared for it": _("only hints declared for it"),
+        "show each hint declared for them": _("show each hint declared for them"),
+        "valid mutants/near_misses.toml": _("a valid mutants/near_misses.toml"),
+        "mutants/near_misses.toml names functions of the reference and phrases of the table":
+            _("mutants/near_misses.toml names functions of the reference and phrases of the table"),
     }
+
+
+def _changes() -> dict[str, str]:
+    """The changes of grader.authoring.near_miss.CHANGES."""
+    return {"scaled by 1.37": _("scaled by 1.37"), "negated": _("negated"), "plus 0.01": _("plus 0.01")}
 
 
 _PATTERNS = (
     (re.compile(r"^mutant:(.+)$"), lambda m: _("mutant %(name)s", name=m[1])),
     (re.compile(r"^row:(.+)$"), lambda m: _("table row %(phrase)s", phrase=m[1])),
+    (re.compile(r"^near miss (\S+) (scaled by 1\.37|negated|plus 0\.01)$"),
+     lambda m: _("near miss %(function)s (%(change)s)", function=m[1], change=_changes()[m[2]])),
+    (re.compile(r"^near misses of (\S+)$"), lambda m: _("near misses of %(function)s", function=m[1])),
+    (re.compile(r"^also shown to (.+)$"), lambda m: _("also shown to %(mutants)s", mutants=m[1])),
     (re.compile(r"^fails (.+)$"), lambda m: _("fails %(tests)s", tests=_phrases().get(m[1], m[1]))),
     (re.compile(r"^(\d+) visible, (\d+) hidden$"), lambda m: _("%(v)s visible, %(h)s hidden", v=m[1], h=m[2])),
     (re.compile(r"^([\d.]+/[\d.]+) \[graded\](.*)$", re.S),
