@@ -173,16 +173,17 @@ def orphans_of(hostname: str) -> list[str]:
     return [key.decode()[len(_GRADING):] for key in mine]
 
 
-def workers_taking(queue: str) -> int | None:
-    """How many workers that take ``queue`` said within the last seconds that they are up;
-    None when Redis cannot be asked (then nobody can tell)."""
+def workers_taking(queue: str | None) -> int | None:
+    """How many workers that take ``queue`` (None: any) said within the last seconds that
+    they are up; None when Redis cannot be asked (then nobody can tell)."""
     try:
         with _redis().pipeline(transaction=False) as pipe:
             (seconds, _), said = pipe.time().hgetall(_WORKERS).execute()
     except Exception:
         return None
     words = [json.loads(value) for value in said.values()]
-    return sum(1 for word in words if word.get("until", 0) > seconds and queue in word.get("queues", []))
+    return sum(1 for word in words
+               if word.get("until", 0) > seconds and (queue is None or queue in word.get("queues", [])))
 
 
 def send_task(name: str, args: list, *, queue: str, countdown: float | None = None) -> None:

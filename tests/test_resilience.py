@@ -185,6 +185,7 @@ def test_a_waiting_submission_says_so_while_no_worker_is_up_to_grade_it(service,
         [row] = wait_until_done(service, [waiting])
         assert row.status == "graded" and not _delayed(service, waiting)
         assert workers_taking("cpu") == 1 and workers_taking("gpu") == 0  # it takes the cpu queue alone
+        assert workers_taking(None) == 1  # what a readiness ping waits for, then no longer
         with db.transaction(service) as session:
             user = session.query(User).filter_by(email="student@example.org").one()
             unsent = submissions.create(session, user=user, exercise_slug="autograd-basics", source=RIGHT).id

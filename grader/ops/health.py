@@ -60,7 +60,10 @@ def _broker(url: str) -> None:
 
 
 def _workers() -> dict:
-    return {"answering": len(tasks.celery.control.ping(timeout=PING_S) or [])}
+    # A ping waits its whole timeout for answers that may still come; once every worker that
+    # said lately it is up has answered, none other is waited for.
+    expected = tasks.workers_taking(None) or None
+    return {"answering": len(tasks.celery.control.ping(timeout=PING_S, limit=expected) or [])}
 
 
 def readiness(database_url: str, redis_url: str) -> tuple[bool, dict[str, dict]]:
