@@ -21,17 +21,19 @@ _WORDS = {
 
 
 def render(report: dict, lang: str = "en") -> str:
-    """The human-readable report, its tests' names, messages and hints in ``lang`` where
-    the report has them."""
+    """The human-readable report, its message, warnings and tests' names, messages and
+    hints in ``lang`` where the report has them."""
     words = _WORDS.get(lang, _WORDS["en"])
+    own = (report.get("i18n") or {}).get(lang, {})  # the report's own message and warnings in lang
     points = words["points"].format(score=_fmt(report["score"]), max=_fmt(report["max_score"]))
     lines = [f"{report['exercise']} v{report['version']}: {points}"
              f"  [{words.get(report['status'], report['status'])}, {report['duration_ms']:.0f} ms, "
              f"{report.get('device', 'cpu')}]"]
-    for warning in report.get("warnings") or []:
+    warnings = report.get("warnings") or []
+    for warning in (own.get("warnings") or warnings) if warnings else []:
         lines.append(f"{words['warning']}: {warning}")
     if report.get("message"):
-        lines.append(report["message"])
+        lines.append(own.get("message") or report["message"])
     for test in report.get("tests") or []:
         mark = words["pass"] if test["passed"] else words["fail"]
         kind = "" if test["visible"] else words["hidden"]

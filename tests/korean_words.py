@@ -3,8 +3,9 @@
 Code is what a student types or reads in their code: a `span`, anything with a dot,
 parenthesis, bracket, underscore, operator, quote or digit in it (``x.grad``, ``backward()``,
 ``dtype=x.dtype``, ``'None'``, ``float64``), a {placeholder}, and the names a Korean text may
-use bare: Python's keywords and built-ins, the names of the exercise's own code, and the
-torch names below. Every other ASCII word of three letters or more is English left in.
+use bare: Python's keywords and built-ins, the names of the exercise's own code, the
+torch names below, and a signal's name (``SIGSEGV``, as the operating system and Python's
+signal module spell it). Every other ASCII word of three letters or more is English left in.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ PYTHON_NAMES = set(keyword.kwlist) | set(dir(builtins))
 _SPAN = re.compile(r"`[^`]*`|\{[^{}]*\}")
 _SPLIT = re.compile(r"[\s\uac00-\ud7a3\u3131-\u318e·,:;!?…“”‘’]+")
 _CODE = re.compile(r"[.()\[\]{}_=<>*/+\-'\"0-9@#%&|\\^~]")
+_SIGNAL = re.compile(r"SIG[A-Z]+")
 
 
 def code_names(folder: Path) -> set[str]:
@@ -52,5 +54,5 @@ def english_words(text: str, allowed: set[str] = frozenset()) -> list[str]:
         if not chunk or _CODE.search(chunk):
             continue
         words += [w for w in re.findall(r"[A-Za-z]{3,}", chunk)
-                  if w not in allowed and w not in API_NAMES and w not in PYTHON_NAMES]
+                  if w not in allowed and w not in API_NAMES and w not in PYTHON_NAMES and not _SIGNAL.fullmatch(w)]
     return words

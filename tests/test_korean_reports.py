@@ -4,7 +4,9 @@ Every Korean text a report can carry is checked where it is written: each exerci
 names, messages and hints (``Hint(en, ko)``, ``(en, ko)`` pairs, ``ko:`` docstring lines),
 the grader's own feedback through the message catalogue, and the report's own labels.
 tests/test_near_miss_hints.py renders graded reports in Korean as well, value-mismatch
-messages included. What counts as code is tests/korean_words.py's to say.
+messages included; tests/test_korean_failures.py, the reports of grades that are not simply
+graded (refusals, limits, the grader's own failures). What counts as code is
+tests/korean_words.py's to say.
 """
 
 from __future__ import annotations

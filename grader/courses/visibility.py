@@ -96,6 +96,8 @@ def held_report(report: dict | None, shown: Seen) -> dict | None:
     return {**report, "score": None, "max_score": None, "duration_ms": None,
             "tests": [t for t in report.get("tests") or [] if t.get("visible")],
             "status": report.get("status") if kept else None, "message": report.get("message") if kept else None,
+            "i18n": {lang: {"message": texts["message"]} for lang, texts in (report.get("i18n") or {}).items()
+                     if kept and isinstance(texts, dict) and texts.get("message")},
             "warnings": [], "output": "", "output_truncated": False}
 
 

@@ -21,6 +21,8 @@ import sys
 import types
 from dataclasses import dataclass
 
+from grader.protocol.text import Text, _
+
 # Modules whose attributes are not where an API lives for a submission.
 _SKIP_MODULES = ("__main__", "__mp_main__", "submission", "probes")
 
@@ -34,10 +36,19 @@ class BlockedUse:
     text: str      # that line of the source
 
     def message(self) -> str:
+        return self.said().en
+
+    def said(self) -> Text:
+        """What the report says of this use, in each language (the line of code as it is)."""
         same = "" if self.used == self.alias_of or self.used.startswith(self.alias_of + ".") \
-            else f", which is {self.alias_of} under another name"
-        return (f"{self.blocked} is not available in this exercise: line {self.line} of submission.py "
-                f"uses {self.used}{same} ({self.text.strip()[:120]}). Compute it yourself with autograd.")
+            else _SAME.format(alias_of=self.alias_of)
+        return _NOT_AVAILABLE.format(blocked=self.blocked, line=self.line, used=self.used, same=same,
+                                     text=self.text.strip()[:120])
+
+
+_NOT_AVAILABLE = _("{blocked} is not available in this exercise: line {line} of submission.py uses {used}{same} "
+                   "({text}). Compute it yourself with autograd.")
+_SAME = _(", which is {alias_of} under another name")
 
 
 def _resolve(path: str):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.bundle import Bundle
+from grader.engine import words
 from grader.engine.bwrap import EXERCISE
 from grader.inside import wire
 from grader.protocol.report import LANGUAGES, TestResult, coarse_ms
@@ -157,12 +158,12 @@ class ExerciseSandbox(WarmProcess):
 def _encoded(out: CallOutcome) -> tuple[dict, bytes]:
     """The outcome as a frame for the suite. Whatever the student sandbox returned decoded
     within bounds; what cannot be encoded again is the student's malformed reply, never
-    the sandbox's failure."""
+    the sandbox's failure. Its detail goes in each language (grader.engine.words)."""
     try:
-        return protocol.outcome_frame(out)
+        return protocol.outcome_frame(words.call_detail(out))
     except wire.WireError as exc:
-        return protocol.outcome_frame(CallOutcome(
-            "malformed", detail=f"your code sent back something that is not a result ({exc})"))
+        return protocol.outcome_frame(words.call_detail(CallOutcome(
+            "malformed", detail=f"your code sent back something that is not a result ({exc})")))
 
 
 def _how(ended: dict) -> str:

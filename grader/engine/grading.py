@@ -15,11 +15,12 @@ from typing import Callable
 
 from grader import source as source_rules
 from grader.bundle import Bundle, CatalogError, find
-from grader.engine import blocked
+from grader.engine import blocked, words
 from grader.engine.exercise_sandbox import ExerciseSandbox, SuiteFailure
 from grader.protocol.report import Report, coarse_ms
 from grader.engine.sandbox import Limits, Sandbox
 from grader.protocol import CallOutcome, ProtocolError
+from grader.protocol.text import Text
 from grader.settings import settings as load_settings
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class _Channel:
     exercise sandbox's calls arrive here, and go on to the student sandbox."""
 
     def __init__(self, sandbox: Sandbox, exercise: Bundle, files: dict[str, str], device: str,
-                 deadline: float, refuse: str | None = None):
+                 deadline: float, refuse: Text | None = None):
         self.sandbox, self.exercise, self.files, self.device = sandbox, exercise, files, device
         self.deadline, self.refuse = deadline, refuse
         self.visible = False
@@ -103,14 +104,14 @@ class _Channel:
 
     def call(self, module: str, function: str, args: list, kwargs: dict) -> CallOutcome:
         if self.refuse:
-            return CallOutcome("refused", detail=self.refuse)
+            return CallOutcome("refused", detail=self.refuse.en, detail_i18n=self.refuse.translations())
         if module == "probes" and "probes.py" not in self.files:
             raise ProtocolError("a call to probes.py, which this exercise does not have")
         left = self.deadline - time.monotonic()
         if left <= 0.05:
             self.limit = self.limit or "time_limit"
-            return CallOutcome("timeout", detail=f"time limit for the whole submission exceeded "
-                                                 f"({self.exercise.limits.submission_seconds:g} s)")
+            said = words.WHOLE_SUBMISSION_TIME.format(seconds=f"{self.exercise.limits.submission_seconds:g}")
+            return CallOutcome("timeout", detail=said.en, detail_i18n=said.translations())
         limits = self.limits
         if left < limits.timeout:
             limits = Limits(**{**limits.__dict__, "timeout": left})
@@ -147,8 +148,7 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
     report = Report(exercise=ex.slug, version=ex.version, status="graded", score=0, max_score=0,
                     duration_ms=0, sandbox="bubblewrap" if config.sandbox == "bwrap" else "none")
     if config.sandbox != "bwrap":
-        report.warnings.append("UNSAFE development mode: this submission ran without a sandbox "
-                               "(GRADER_UNSAFE_NO_SANDBOX is set); never use this report for grading")
+        report.warn(words.UNSAFE)
 
     problem = _check_source(source)
     text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
@@ -156,16 +156,15 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
         # The sandbox blocks these too, but inside the submission's own process.
         uses = blocked.find_uses(text, ex.block)
         if uses:
-            problem = "submission_error", uses[0].message()
+            problem = "submission_error", uses[0].said()
     refuse = None
     if problem:
-        report.status, report.message = problem
-        refuse = report.message
+        report.explain(*problem)
+        refuse = problem[1]
 
     device = device_for(ex)
     if device == "missing":
-        report.status = "sandbox_error"
-        report.message = "this exercise needs a GPU and this worker has none"
+        report.explain("sandbox_error", words.NO_GPU)
         report.duration_ms = coarse_ms(time.monotonic() - started)
         return report.escaped()
     report.device = device
@@ -174,7 +173,7 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
     try:
         probes = ex.probes  # read from the bundle (a file) once
     except CatalogError as exc:
-        report.status, report.message = "internal_error", str(exc)
+        report.explain("internal_error", words.failed("internal_error", str(exc)))
         return report.escaped()
     if probes is not None:
         files["probes.py"] = probes
@@ -190,8 +189,8 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
                            visible_only=visible_only)
         except SuiteFailure as failure:
             log.error("%s v%d: %s", ex.slug, ex.version, failure.message)
-            report.status = "sandbox_error" if failure.kind == "sandbox" else "internal_error"
-            report.message = failure.message
+            status = "sandbox_error" if failure.kind == "sandbox" else "internal_error"
+            report.explain(status, words.failed(status, failure.message))
             report.duration_ms = coarse_ms(time.monotonic() - started)
             return report.escaped()
         finally:
@@ -204,24 +203,22 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
     report.output = output[: ex.limits.output_kb << 10]
     report.output_truncated = channel.output_truncated or len(output) > len(report.output)
     if run.test_errors:
-        report.warnings.append("some of the exercise's own tests errored: " + "; ".join(run.test_errors))
+        report.warn(words.tests_errored(run.test_errors))
     if report.status == "graded":
         if run.error:
-            report.status, report.message = "internal_error", run.error
+            report.explain("internal_error", words.failed("internal_error", run.error))
         elif channel.sandbox_failure:
-            report.status, report.message = "sandbox_error", channel.sandbox_failure
+            report.explain("sandbox_error", words.failed("sandbox_error", channel.sandbox_failure))
         elif channel.limit:
-            report.status = channel.limit
-            report.message = ("a call ran out of time" if channel.limit == "time_limit"
-                              else "a call ran out of memory")
+            report.explain(channel.limit, words.TIME_LIMIT if channel.limit == "time_limit" else words.MEMORY_LIMIT)
     report.duration_ms = coarse_ms(time.monotonic() - started)
     return report.escaped()
 
 
-def _check_source(source: str | bytes) -> tuple[str, str] | None:
+def _check_source(source: str | bytes) -> tuple[str, Text] | None:
     """Why a submission cannot run at all, or None (grader.source parses it; that executes nothing)."""
     try:
         source_rules.check(source)
     except source_rules.SourceError as exc:
-        return ("syntax_error" if exc.code == "syntax_error" else "submission_error"), exc.message
+        return ("syntax_error" if exc.code == "syntax_error" else "submission_error"), words.refused_source(exc)
     return None

@@ -101,10 +101,11 @@ class StudentException:
     message: str
     traceback: list[tuple[int, str, str]] = field(default_factory=list)  # (line, function, text)
 
-    def format(self, with_message: bool = True) -> str:
+    def format(self, with_message: bool = True, head: str = "Traceback (your code only):") -> str:
+        """As Python prints it; ``head``, the line above the frames, is the reader's language's."""
         lines = [f'  File "submission.py", line {ln}, in {fn}' + (f"\n    {text}" if text else "")
                  for ln, fn, text in self.traceback]
-        head = "Traceback (your code only):\n" if lines else ""
+        head = head + "\n" if lines else ""
         last = f"{self.type}: {self.message}" if with_message and self.message else self.type
         return head + "\n".join(lines) + ("\n" if lines else "") + last
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.inside import wire
+from grader.protocol.report import LANGUAGES
+from grader.protocol.text import Text
 
 EVENTS = ("isolated", "progress", "call", "finished")  # what the child may send
 MODULES = ("submission", "probes")
@@ -55,9 +57,14 @@ class CallOutcome:
     kwargs: dict = field(default_factory=dict)
     error: wire.StudentException | None = None
     detail: str = ""
+    detail_i18n: dict[str, str] = field(default_factory=dict)  # the detail in other languages: {"ko": ...}
     output: str = ""
     output_bytes: int = 0
     wall_ms: float = 0.0
+
+    def said(self) -> Text:
+        """The detail in each language it is written in."""
+        return Text(self.detail, **self.detail_i18n)
 
 
 @dataclass
@@ -115,7 +122,8 @@ def outcome_frame(out: CallOutcome) -> tuple[dict, bytes]:
     if out.error is not None:
         error = {"type": out.error.type, "message": out.error.message,
                  "traceback": [list(frame) for frame in out.error.traceback]}
-    return {"kind": out.kind, "detail": out.detail, "output": out.output, "output_bytes": out.output_bytes,
+    return {"kind": out.kind, "detail": out.detail, "detail_i18n": out.detail_i18n, "output": out.output,
+            "output_bytes": out.output_bytes,
             "wall_ms": out.wall_ms, "error": error, "result": tree}, blob
 
 
@@ -126,7 +134,9 @@ def read_outcome(header: dict, blob: bytes) -> CallOutcome:
     if isinstance(error, dict):
         exception = wire.StudentException(type=str(error.get("type")), message=str(error.get("message")),
                                           traceback=[tuple(f) for f in error.get("traceback", [])])
+    local = header.get("detail_i18n") if isinstance(header.get("detail_i18n"), dict) else {}
     return CallOutcome(kind=str(header.get("kind")), value=result["value"], args=result["args"],
                        kwargs=result["kwargs"], error=exception, detail=str(header.get("detail") or ""),
+                       detail_i18n={lang: str(words) for lang, words in local.items() if lang in LANGUAGES[1:]},
                        output=str(header.get("output") or ""), output_bytes=int(header.get("output_bytes") or 0),
                        wall_ms=float(header.get("wall_ms") or 0))

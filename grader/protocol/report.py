@@ -64,6 +64,31 @@ class Report:
     sandbox: str = "bubblewrap"      # "none" in the unsafe development mode
     device: str = "cpu"
     warnings: list[str] = field(default_factory=list)
+    # The message and warnings in other languages, where written: {"ko": {"message": str, "warnings": [str]}}
+    i18n: dict[str, dict] = field(default_factory=dict)
+
+    def explain(self, status: str, why) -> None:
+        """Set the status and why, ``why`` a grader.protocol.text.Text: the message in
+        English, and in each other language the Text is written in."""
+        self.status, self.message = status, why.en
+        for lang in LANGUAGES[1:]:
+            local = self.i18n.setdefault(lang, {})
+            local.pop("message", None)
+            if getattr(why, lang, None):
+                local["message"] = getattr(why, lang)
+            if not local:
+                del self.i18n[lang]
+
+    def warn(self, text) -> None:
+        """Add a warning (a grader.protocol.text.Text), in each language it is written in;
+        where it is not, that language shows the English."""
+        for lang in LANGUAGES[1:]:
+            local = self.i18n.get(lang, {}).get("warnings")
+            if local is None and getattr(text, lang, None):
+                local = self.i18n.setdefault(lang, {})["warnings"] = list(self.warnings)
+            if local is not None:
+                local.append(text.get(lang))
+        self.warnings.append(text.en)
 
     def escaped(self) -> "Report":
         """Every string of the report with control and bidi characters escaped (see
@@ -73,6 +98,8 @@ class Report:
             test.i18n = {lang: {k: shown(v) for k, v in texts.items()} for lang, texts in test.i18n.items()}
         self.output, self.message = shown(self.output), shown(self.message)
         self.warnings = [shown(w) for w in self.warnings]
+        self.i18n = {lang: {key: [shown(w) for w in value] if isinstance(value, list) else shown(value)
+                            for key, value in texts.items()} for lang, texts in self.i18n.items()}
         return self
 
     def to_dict(self) -> dict:

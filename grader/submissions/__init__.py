@@ -46,7 +46,8 @@ def check_source(source: str | bytes | Notebook) -> str:
             return source.converted().source
         return source_rules.check(source)
     except source_rules.SourceError as exc:
-        raise SubmissionError(exc.code, exc.message, where=exc.where, reason=exc.reason) from None
+        raise SubmissionError(exc.code, exc.message, where=exc.where, reason=exc.reason,
+                              **{key: value for key, value in exc.details.items() if key.startswith("why")}) from None
 
 
 def create(session: Session, *, user: User, exercise_slug: str, source: str | bytes | Notebook,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import nbformat
 
 from grader import source as source_rules
+from grader.refusals import _
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS
 from grader.source import SourceError
 
@@ -40,8 +41,9 @@ LOCATION = {"en": "cell {cell}, line {line}", "ko": "셀 {cell}, {line}행"}
 
 # A statement that assigns the output of a magic or a shell command: `x = !ls`, `a, b = %who_ls`.
 _ASSIGNED_MAGIC = re.compile(r"(?:[A-Za-z_][\w.]*\s*,\s*)*[A-Za-z_][\w.]*\s*=\s*[%!]")
-# A line number of the graded source, as tracebacks, syntax errors and blocked APIs name it.
-_LINE_OF_SOURCE = re.compile(r'submission\.py"?, line (\d+)|line (\d+) of submission\.py')
+# A line number of the graded source, as tracebacks, syntax errors and blocked APIs name it
+# (in Korean, `submission.py 12행`).
+_LINE_OF_SOURCE = re.compile(r'submission\.py"?, line (\d+)|line (\d+) of submission\.py|submission\.py (\d+)행')
 # A line number in the parser's words: "expected an indented block after 'if' statement on line 4".
 _LINE_IN_REASON = re.compile(r"\bline (\d{1,9})\b")
 
@@ -77,8 +79,10 @@ def is_notebook_name(filename: str | None) -> bool:
     return bool(filename) and filename.lower().endswith(".ipynb")
 
 
-def _invalid(message: str) -> SourceError:
-    return SourceError("notebook_invalid", message)
+def _invalid(words: str, **values) -> SourceError:
+    """A notebook refused: ``words`` in English with ``values``, the message API clients
+    read; the pages say ``words`` in the reader's language (``why``, grader.web.render)."""
+    return SourceError("notebook_invalid", words % values, why=words, why_values=values)
 
 
 # ------------------------------------------------------------------ reading
@@ -89,7 +93,7 @@ def read(raw: bytes | str | dict) -> dict:
         try:
             size = len(json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
-            raise _invalid("the notebook is not JSON that can be read") from None
+            raise _invalid(_("the notebook is not JSON that can be read")) from None
         _check_size(size)
         data = raw
     else:
@@ -99,35 +103,36 @@ def read(raw: bytes | str | dict) -> dict:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise _invalid(f"the file is not UTF-8 text (byte {exc.start}); a notebook is JSON in UTF-8") from None
+            raise _invalid(_("the file is not UTF-8 text (byte %(byte)d); a notebook is JSON in UTF-8"),
+                           byte=exc.start) from None
         try:
             data = json.loads(text)
         except RecursionError:
-            raise _invalid("the file is not a notebook: its JSON is nested too deep") from None
+            raise _invalid(_("the file is not a notebook: its JSON is nested too deep")) from None
         except ValueError as exc:
-            raise _invalid(f"the file is not a notebook: it is not JSON ({str(exc)[:120]})") from None
+            raise _invalid(_("the file is not a notebook: it is not JSON (%(error)s)"), error=str(exc)[:120]) from None
     if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
-        raise _invalid("the file is not a Jupyter notebook: it has no 'nbformat' and 'cells'")
+        raise _invalid(_("the file is not a Jupyter notebook: it has no 'nbformat' and 'cells'"))
     version, minor, cells = data.get("nbformat"), data.get("nbformat_minor"), data.get("cells")
     if type(version) is not int or version != 4:
-        raise _invalid(f"the notebook is in nbformat {str(version)[:20]}; only version 4 is read "
-                       "(open and save it in a current Jupyter)")
+        raise _invalid(_("the notebook is in nbformat %(version)s; only version 4 is read (open and save it in a "
+                         "current Jupyter)"), version=str(version)[:20])
     if type(minor) is not int or minor < 0 or not isinstance(cells, list):
-        raise _invalid("the notebook does not follow nbformat 4: 'nbformat_minor' must be a number "
-                       "and 'cells' a list")
+        raise _invalid(_("the notebook does not follow nbformat 4: 'nbformat_minor' must be a number and 'cells' "
+                         "a list"))
     if len(cells) > MAX_NOTEBOOK_CELLS:
         raise SourceError("notebook_too_large", f"the notebook has {len(cells)} cells; "
                                                 f"the limit is {MAX_NOTEBOOK_CELLS}")
     for number, cell in enumerate(cells, 1):
         if not isinstance(cell, dict):
-            raise _invalid(f"cell {number} is not a notebook cell (not a JSON object)")
+            raise _invalid(_("cell %(number)d is not a notebook cell (not a JSON object)"), number=number)
     data = {**data, "cells": _with_ids(cells, minor)}
     try:
         nbformat.validate(data)
     except nbformat.ValidationError as exc:
-        raise _invalid(f"the notebook does not follow nbformat 4: {_where(exc)}") from None
+        raise _not_nbformat(exc) from None
     except (AssertionError, TypeError, ValueError, KeyError, AttributeError):
-        raise _invalid("the notebook does not follow nbformat 4") from None
+        raise _invalid(_("the notebook does not follow nbformat 4")) from None
     return data
 
 
@@ -154,15 +159,26 @@ def _with_ids(cells: list[dict], minor: int) -> list[dict]:
     return copies
 
 
-def _where(exc: nbformat.ValidationError) -> str:
-    """A validation error in a sentence: where in the notebook, and what."""
+def _not_nbformat(exc: nbformat.ValidationError) -> SourceError:
+    """A validation error in a sentence: where in the notebook (in the reader's words), and
+    what (the validator's own words)."""
     path = list(getattr(exc, "absolute_path", None) or [])
-    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
-        place = f"cell {path[1] + 1}" + "".join(f".{p}" for p in path[2:])
-    else:
-        place = ".".join(str(p) for p in path) or "the notebook"
     message = str(getattr(exc, "message", None) or exc).splitlines()[0] if str(exc) else "invalid"
-    return f"{place}: {message}"[:300]
+    values: dict = {}
+    if len(path) >= 2 and path[0] == "cells" and isinstance(path[1], int):
+        values = {"cell": path[1] + 1, "inside": ".".join(str(p) for p in path[2:])}
+        place = f"cell {values['cell']}" + (f".{values['inside']}" if values["inside"] else "")
+        words = (_("the notebook does not follow nbformat 4: cell %(cell)d.%(inside)s: %(problem)s") if values["inside"]
+                 else _("the notebook does not follow nbformat 4: cell %(cell)d: %(problem)s"))
+    elif path:
+        values = {"path": ".".join(str(p) for p in path)}
+        place, words = values["path"], _("the notebook does not follow nbformat 4: %(path)s: %(problem)s")
+    else:
+        place, words = "the notebook", _("the notebook does not follow nbformat 4: the notebook: %(problem)s")
+    where = f"{place}: {message}"[:300]
+    if len(place) + 2 > len(where):  # the place alone is longer than a message may be
+        return _invalid(_("the notebook does not follow nbformat 4: %(where)s"), where=where)
+    return _invalid(words, **values, problem=where[len(place) + 2:])
 
 
 # ------------------------------------------------------------------ converting
@@ -185,8 +201,8 @@ def convert(raw: bytes | str | dict) -> Converted:
         cells.append((number, line + 1, len(lines)))
         line += 1 + len(lines) + 1  # the marker, the cell, the blank line between cells
     if not cells:
-        raise _invalid("the notebook has no code to grade: no code cell, or every code cell is empty "
-                       f"or tagged {SKIP_TAG}")
+        raise _invalid(_("the notebook has no code to grade: no code cell, or every code cell is empty or tagged "
+                         "%(tag)s"), tag=SKIP_TAG)
     try:
         source = source_rules.check("\n".join(parts))
     except SourceError as exc:
@@ -284,18 +300,19 @@ def locate(cell_map: dict | None, line: int) -> tuple[int, int] | None:
 
 def annotate(text: str | None, cell_map: dict | None, lang: str = "en") -> str | None:
     """``text`` with "(cell 3, line 2)" after every line number of the graded source it names
-    (`File "submission.py", line 12`, `submission.py, line 12`, `line 12 of submission.py`)."""
+    (`File "submission.py", line 12`, `submission.py, line 12`, `line 12 of submission.py`,
+    `submission.py 12행`)."""
     if not text or not cell_map:
         return text
     label = LOCATION.get(lang, LOCATION["en"])
 
     def place(match: re.Match) -> str:
-        number = match.group(1) or match.group(2)
+        number = match.group(1) or match.group(2) or match.group(3)
         found = locate(cell_map, int(number)) if len(number) < 10 else None
         if found is None:
             return match.group(0)
         shown = " (" + label.format(cell=found[0], line=found[1]) + ")"
-        if match.group(1):
+        if match.group(1) or match.group(3):
             return match.group(0) + shown
         return f"line {number}{shown} of submission.py"
 
@@ -310,6 +327,10 @@ def located_report(report: dict | None, cell_map: dict | None) -> dict | None:
     located = dict(report)
     if "message" in report:
         located["message"] = annotate(report["message"], cell_map)
+    if report.get("i18n"):
+        located["i18n"] = {lang: ({**texts, "message": annotate(texts.get("message"), cell_map, lang)}
+                                  if isinstance(texts, dict) and texts.get("message") else texts)
+                           for lang, texts in report["i18n"].items()}
     tests = []
     for test in report.get("tests") or []:
         i18n = {lang: ({**texts, "message": annotate(texts.get("message"), cell_map, lang)}
@@ -328,7 +349,7 @@ def locate_in_place(report, cell_map: dict | None) -> None:
     if not cell_map:
         return
     located = located_report(report.to_dict(), cell_map)
-    report.message = located["message"]
+    report.message, report.i18n = located["message"], located["i18n"]
     for test, shown in zip(report.tests, located["tests"]):
         test.message, test.i18n = shown["message"], shown["i18n"]
 

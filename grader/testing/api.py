@@ -140,9 +140,9 @@ class Student:
             frames = outcome.error.traceback if outcome.kind != "ok" and outcome.error is not None else []
             shown_as = frames[0][1] if frames and frames[0][1] != "<module>" else None
             if outcome.kind != "ok":
-                raise StudentError(outcome.kind, shown_as, outcome.detail, outcome.error)
+                raise StudentError(outcome.kind, shown_as, outcome.said(), outcome.error)
         if outcome.kind != "ok":
-            raise StudentError(outcome.kind, shown_as or function, outcome.detail, outcome.error)
+            raise StudentError(outcome.kind, shown_as or function, outcome.said(), outcome.error)
         call = Call(returned(outcome.value, shown_as or function), outcome.args, outcome.kwargs, outcome.output)
         if module == "submission":
             self.last_calls[function] = call
@@ -471,7 +471,7 @@ def hints_for_errors(hints: dict[str, Hint]):
     try:
         yield
     except StudentError as err:
-        text = f"{err.exception.type}: {err.exception.message}" if err.exception else err.detail
+        text = f"{err.exception.type}: {err.exception.message}" if err.exception else str(err.detail)
         for needle, hint in hints.items():
             if needle in text:
                 err.hint = hint

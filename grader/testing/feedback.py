@@ -4,7 +4,8 @@ Every text shown to a student is a :class:`Text`: English, and Korean where ther
 one. An exercise writes its own (``Hint("...", "...")``, ``Mistake(value, "...", "...")``
 or a ``Text``; a plain string is English only). The grader's own words are written in
 English and translated through the same message catalogue as the web pages
-(``grader/translations``), with :func:`_`.
+(``grader/translations``), with :func:`_` (both live in grader.protocol.text: the worker
+writes its words about a call, a time limit or a refusal, with them too).
 
 :func:`revealed` is the one place that decides what a failed test shows: a visible
 test's full message; of a hidden one, only what cannot echo a hidden input.
@@ -14,69 +15,14 @@ Hidden tests import these from grader.testing; grader.testing.evidence builds hi
 from __future__ import annotations
 
 import builtins
-import functools
-import gettext
-from dataclasses import dataclass
-from pathlib import Path
+import re
+from dataclasses import replace
 
 from grader.inside.wire import StudentException
-from grader.protocol.report import LANGUAGES
-_CATALOGUE = Path(__file__).resolve().parent.parent / "translations"
-
-
-@dataclass(frozen=True)
-class Text:
-    """Words for students in each language: ``en`` always, the others where written."""
-
-    en: str
-    ko: str | None = None
-
-    @classmethod
-    def of(cls, value, ko: str | None = None) -> "Text | None":
-        """A Text from what an author may write: a Text, a string (with ``ko`` beside it),
-        an (English, Korean) pair, or None."""
-        if value is None or isinstance(value, Text):
-            return value
-        if isinstance(value, (tuple, list)) and len(value) == 2:
-            return cls(str(value[0]), value[1])
-        return cls(str(value), ko)
-
-    def get(self, lang: str) -> str:
-        """The text in ``lang``, else in English."""
-        written = getattr(self, lang) if lang in LANGUAGES else None
-        return written or self.en
-
-    def translations(self) -> dict[str, str]:
-        """The languages other than English that this text has."""
-        return {lang: self.get(lang) for lang in LANGUAGES[1:] if getattr(self, lang)}
-
-    def format(self, **values) -> "Text":
-        """Each language's text with ``values`` filled in (a Text value in the same language)."""
-        def fill(lang: str, template: str) -> str:
-            return template.format(**{k: v.get(lang) if isinstance(v, Text) else v for k, v in values.items()})
-        return Text(fill("en", self.en), fill("ko", self.ko) if self.ko else None)
-
-    def __add__(self, other: "Text | str") -> "Text":
-        other = Text.of(other)
-        ko = self.ko or other.ko
-        return Text(self.en + other.en, (self.get("ko") + other.get("ko")) if ko else None)
-
-    def __str__(self) -> str:
-        return self.en
+from grader.protocol.text import Text, _, _catalogue  # noqa: F401 - hidden tests and evidence import them here
 
 
 Hint = Text  # a hint is a Text: Hint("English", "한국어")
-
-
-@functools.cache
-def _catalogue(lang: str) -> gettext.NullTranslations:
-    return gettext.translation("messages", localedir=_CATALOGUE, languages=[lang], fallback=True)
-
-
-def _(english: str) -> Text:
-    """The grader's own words, translated through the message catalogue."""
-    translated = {lang: _catalogue(lang).gettext(english) for lang in LANGUAGES[1:]}
-    return Text(english, **{lang: t for lang, t in translated.items() if t != english})
 
 
 class Feedback(AssertionError):
@@ -120,12 +66,14 @@ class StudentError(Feedback):
     _WHERE = _("{problem} in {function}()")
     _DETAIL = _("{problem} in {function}(): {detail}")
 
-    def __init__(self, kind: str, function: str | None, detail: str = "",
+    def __init__(self, kind: str, function: str | None, detail: Text | str = "",
                  exception: StudentException | None = None):
-        self.kind, self.function, self.exception, self.detail = kind, function, exception, detail
-        full = self._where(self.KINDS.get(kind, self.KINDS["crash"]), detail)
+        # detail is a Text: the worker says in each language what stopped the call; str() is its English.
+        self.kind, self.function, self.exception = kind, function, exception
+        self.detail = Text.of(detail or "")
+        full = self._where(self.KINDS.get(kind, self.KINDS["crash"]), self.detail)
         if exception is not None:
-            full = full + ("\n" + exception.format())
+            full = full + "\n" + _told(exception, self.detail)
         super().__init__(full)
 
     def shown(self, visible: bool) -> Text:
@@ -134,7 +82,7 @@ class StudentError(Feedback):
     def short(self) -> Text:
         """What a hidden test may show: no exception message (it could echo hidden inputs)."""
         problem = self.KINDS.get(self.kind, self.KINDS["crash"])
-        detail = ""
+        detail: Text | str = ""
         if self.exception is not None:
             # The class name is the student's to choose, so only well-known ones are shown.
             # No line number: a submission can raise at a line chosen from the hidden input.
@@ -143,13 +91,35 @@ class StudentError(Feedback):
             detail = self.detail
         return self._where(problem, detail)
 
-    def _where(self, problem: Text, detail) -> Text:
+    def _where(self, problem: Text, detail: Text | str) -> Text:
         """The problem, said of the student's function (None: of no function by name, for an
         error met in the grader's own helper code before any of the student's)."""
+        detail = Text.of(detail)
         if self.function is None:
-            return problem + (Text.of(": ") + detail if detail else "")
-        return (self._DETAIL if detail else self._WHERE).format(problem=problem, function=self.function,
-                                                                detail=detail)
+            return problem + (Text.of(": ") + detail if detail.en else "")
+        return (self._DETAIL if detail.en else self._WHERE).format(problem=problem, function=self.function,
+                                                                   detail=detail)
+
+
+_TRACEBACK = _("Traceback (your code only):")
+# The student sandbox's words for a function the tests call that the submission lacks,
+# raised as an AttributeError of the student's code (grader.inside.warm).
+_NO_FUNCTION = re.compile(r"your submission defines no function named ('[A-Za-z_][A-Za-z0-9_]*')")
+_NO_FUNCTION_WORDS = _("your submission defines no function named {name}")
+
+
+def _told(exception: StudentException, detail: Text) -> Text:
+    """The exception as Python shows it, in each language: the student's frames, code and
+    message as they are, the grader's words around them translated (and its message, where
+    the grader wrote it: a function not defined, a value it cannot send back, which is the
+    call's ``detail`` too)."""
+    missing = _NO_FUNCTION.fullmatch(exception.message) if exception.type == "AttributeError" else None
+    message = (_NO_FUNCTION_WORDS.format(name=missing.group(1)) if missing
+               else detail if detail.en == exception.message else Text(exception.message))
+    english = exception.format()
+    if not (_TRACEBACK.ko or message.ko):
+        return Text(english)
+    return Text(english, replace(exception, message=message.get("ko")).format(head=_TRACEBACK.get("ko")))
 
 
 EXERCISE_BUG = _("The exercise's test itself failed; this is not your mistake and was logged.")

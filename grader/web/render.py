@@ -54,14 +54,28 @@ def localized_tests(report: dict, lang: str) -> list[dict]:
     return tests
 
 
+def report_words(report: dict | None, lang: str) -> dict:
+    """The report's own message (why it is not simply graded) and warnings in ``lang``
+    where the report has them; its tests' words are localized_tests'."""
+    report = report or {}
+    own = (report.get("i18n") or {}).get(lang, {})
+    warnings = report.get("warnings") or []
+    return {"message": (own.get("message") or report["message"]) if report.get("message") else None,
+            "warnings": (own.get("warnings") or warnings) if warnings else []}
+
+
 def refused_words(refusal: refusals.Refused, **values) -> str:
     """A refusal in the reader's language: its code's words (grader.refusals) with the
-    refusal's details and the page's ``values`` (times in the course's zone, say); the
-    English message where the code has no words, or its words need what is not given."""
+    refusal's details and the page's ``values`` (times in the course's zone, say), its
+    message in the reader's language too where the refusal says it in words (``why``, with
+    ``why_values``); the English message where the code has no words, or its words need
+    what is not given."""
     words, params = refusals.words(refusal)
     if words is None:
         return refusal.message
     try:
+        if getattr(refusal, "why", None):  # the message is itself words for people, with values of its own
+            params["message"] = gettext(refusal.why, **refusal.why_values)
         return gettext(words, **{**params, **values})
     except (KeyError, TypeError, ValueError):
         return refusal.message

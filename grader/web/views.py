@@ -28,7 +28,7 @@ from grader.submissions.models import PENDING, Submission, SubmissionStatus
 from grader.web import bp, errors
 from grader.web.auth import login_required
 from grader.refusals import Refused
-from grader.web.render import localized_tests, markdown_html, refused_words
+from grader.web.render import localized_tests, markdown_html, refused_words, report_words
 
 log = logging.getLogger(__name__)
 
@@ -357,8 +357,9 @@ bp.add_app_template_global(courses.shown, "shown_at")
 
 
 # Where a report names a line of the graded source (a traceback's `File "submission.py",
-# line 12`), as the page has it once escaped.
-_LINE_MENTION = re.compile(r"(submission\.py(?:&#34;|&quot;)?, line )(\d{1,6})\b|\b(line )(\d{1,6})( of submission\.py)")
+# line 12`; in Korean, `submission.py 12행`), as the page has it once escaped.
+_LINE_MENTION = re.compile(r"(submission\.py(?:&#34;|&quot;)?, line )(\d{1,6})\b()"
+                           r"|\b(line )(\d{1,6})( of submission\.py)|(submission\.py )(\d{1,6})(행)")
 
 
 @bp.app_template_filter("line_links")
@@ -370,8 +371,8 @@ def line_links(text: str | None, source: str | None) -> Markup | None:
     lines = (source or "").count("\n") + 1
 
     def link(match: re.Match) -> str:
-        before, number, after = ((match.group(1), match.group(2), "") if match.group(2)
-                                 else (match.group(3), match.group(4), match.group(5)))
+        first = next(i for i in (1, 4, 7) if match.group(i + 1))
+        before, number, after = match.group(first, first + 1, first + 2)
         if not 0 < int(number) <= lines:
             return match.group(0)
         return f'{before}<a href="#L{number}">{number}</a>{after}'
@@ -441,4 +442,5 @@ def page_helpers() -> dict:
             "role_label": lambda role: roles.get(role, role),
             "regrade_label": lambda status: regrade_labels.get(status, status),
             "upload_label": lambda status: upload_labels.get(status, status),
-            "report_status_label": lambda status: report_labels.get(status, status)}
+            "report_status_label": lambda status: report_labels.get(status, status),
+            "report_words": lambda report: report_words(report, lang())}
