@@ -267,7 +267,7 @@ PART_NAMES = {
     "browser": {"sync_playwright", "CHROMIUM"},
     # grading runs both sandboxes: the engine, a bundle's check and its mutants, and the
     # `grader` commands that grade ("grade", "check", "new" as strings of a command line)
-    "sandbox": {"grade", "grade_file", "ExerciseSandbox", "Sandbox", "sandbox_for", "exercise_sandbox",
+    "sandbox": {"grade", "grade_file", "ExerciseSandbox", "Sandbox", "sandbox_for", "exercise_sandbox", "warm_up",
                 "check", "mutation", "bwrap_command", "'grade'", "'check'", "'new'"},
 }
 PART_FIXTURES = {"browser": {"browser"}, "sandbox": {"grade_file", "target"}}

@@ -19,6 +19,7 @@ from grader.engine import blocked, words
 from grader.engine.exercise_sandbox import ExerciseSandbox, SuiteFailure
 from grader.protocol.report import Report, coarse_ms
 from grader.engine.sandbox import Limits, Sandbox
+from grader.engine.warm_process import SandboxUnavailable, start_together
 from grader.protocol import CallOutcome, ProtocolError
 from grader.protocol.text import Text
 from grader.settings import settings as load_settings
@@ -56,6 +57,20 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
+
+
+def warm_up(*, cpu: bool = True, cuda: bool = False) -> None:
+    """Start this process's sandboxes (the exercise's, and the student's for the CPU and,
+    if asked, the GPU) before the first grade needs them; one that cannot start is left
+    for that grade to start and report."""
+    room = exercise_sandbox()
+    students = [sandbox_for(False)] * cpu + [sandbox_for(True)] * (cuda and cuda_available())
+    for student in students:
+        try:
+            with room.lock, student.lock:
+                start_together(room, student)
+        except SandboxUnavailable as exc:
+            log.warning("the sandboxes could not be started ahead of the first grade: %s", exc)
 
 
 @functools.cache
@@ -179,9 +194,7 @@ def grade(exercise: Bundle | str | Path, source: str | bytes, *,
         files["probes.py"] = probes
     sandbox, room = sandbox_for(device == "cuda"), exercise_sandbox()
     with room.lock, sandbox.lock:
-        room.start()
-        if refuse is None:
-            sandbox.start()
+        start_together(room, *([sandbox] if refuse is None else []))
         channel = _Channel(sandbox, ex, files, device,
                            deadline=time.monotonic() + ex.limits.submission_seconds, refuse=refuse)
         try:

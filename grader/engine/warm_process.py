@@ -31,6 +31,26 @@ class SandboxUnavailable(RuntimeError):
     """The sandbox cannot be made here; the message says how to fix that."""
 
 
+def start_together(*processes: WarmProcess) -> None:
+    """Start those of ``processes`` that are not running, side by side: each imports torch
+    for a second or more, so one after the other the first grade waited for both."""
+    launched, failure = [], None
+    for process in processes:
+        try:
+            if process._launch():
+                launched.append(process)
+        except SandboxUnavailable as exc:
+            failure = exc
+            break
+    for process in launched:  # each one launched is awaited, even after a failure: none is left half-started
+        try:
+            process._await_ready()
+        except SandboxUnavailable as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
 class WarmProcess:
     room: Room
     idle_memory_bytes: int  # what its processes may hold together between requests
@@ -59,8 +79,13 @@ class WarmProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
+        start_together(self)
+
+    def _launch(self) -> bool:
+        """Start the process unless it runs; True when it did (it then says ready, see
+        ``_await_ready``)."""
         if self.alive:
-            return
+            return False
         if self._proc is not None or self.cgroup is not None:
             self.close()  # the last one died on its own: end what is left of it first
         if self.unsafe:
@@ -97,6 +122,9 @@ class WarmProcess:
             raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
         self.starts += 1
         os.set_blocking(self._proc.stdin.fileno(), False)  # so that every send can have a deadline
+        return True
+
+    def _await_ready(self) -> None:
         try:
             ready, _ = wire.read_frame(self._proc.stdout.fileno(), max_header=1 << 16, max_blob=0,
                                        deadline=time.monotonic() + 120)

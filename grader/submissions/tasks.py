@@ -9,6 +9,7 @@ its reason, and after MAX_ATTEMPTS it is "failed", shown as "could not grade".
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -20,6 +21,7 @@ from grader.catalog import CatalogError
 from grader.catalog.uploads import UploadError, bundle_at, bundle_for
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
+from grader.engine.grading import warm_up
 from grader.protocol.report import INFRASTRUCTURE
 from grader import logs, metrics
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
@@ -169,6 +171,21 @@ def take_up_orphans(sender=None, **_kwargs) -> list[str]:
 
 
 signals.worker_ready.connect(take_up_orphans, weak=False)
+
+
+def sandboxes_ahead(**_kwargs) -> threading.Thread:
+    """In each process that will grade (a prefork child, or a solo worker itself), start its
+    sandboxes while the worker finishes starting, for the queues it takes: the first grade
+    after a start no longer waits the second or more each takes to import torch."""
+    queues = set(celery.amqp.queues.consume_from or ())
+    cpu, cuda = bool(queues & {"cpu", "cpu-regrade"}), bool(queues & {"gpu", "gpu-regrade"})
+    thread = threading.Thread(target=warm_up, kwargs={"cpu": cpu or not cuda, "cuda": cuda},
+                              name="grader-sandboxes-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
+signals.worker_process_init.connect(sandboxes_ahead, weak=False)
 
 
 @celery.task(name="grader.sweep_stuck")
