@@ -71,14 +71,14 @@ def test_a_student_signs_in_submits_wrong_then_right_and_reads_the_hint_in_korea
     expect(bar).to_be_visible()
     # The bar moves as the worker reports tests done, before the report replaces it.
     page.wait_for_function("() => { const b = document.getElementById('bar'); return b && b.value >= 1; }")
-    expect(page.locator(".score")).to_contain_text("Score: 0 / 6")
+    expect(page.locator(".score")).to_contain_text("Score: 0 / 6", timeout=60_000)
     expect(page.locator(".hint").first).to_contain_text("accumulate")
     wrong = page.url
 
     page.get_by_role("link", name="Back to the exercise").click()
     page.get_by_label("Your code (Python)").fill(RIGHT)
     page.get_by_role("button", name="Submit", exact=True).click()
-    expect(page.locator(".score")).to_contain_text("Score: 6 / 6")
+    expect(page.locator(".score")).to_contain_text("Score: 6 / 6", timeout=60_000)
 
     page.goto(wrong)  # the wrong submission's report again, and the interface in Korean
     page.get_by_label("Language").select_option("ko")
