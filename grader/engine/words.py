@@ -77,38 +77,34 @@ def tests_errored(errors: list[str]) -> Text:
 
 WHOLE_SUBMISSION_TIME = _("time limit for the whole submission exceeded ({seconds} s)")
 
+
+def _read_back(words: Text, **values: str) -> tuple[re.Pattern, Text]:
+    """``words`` and the pattern that reads its English back whole: the text as written,
+    each ``{value}`` a group of the characters ``values`` gives it."""
+    parts = re.split(r"\{(\w+)\}", words.en)  # text, name, text, name, ..., text
+    pattern = "".join(f"(?P<{part}>{values[part]})" if i % 2 else re.escape(part) for i, part in enumerate(parts))
+    return re.compile(pattern), words
+
+
 # The details the student sandbox writes (grader.engine.sandbox), each read back for its
 # values: what a test's message quotes after "ran out of time" and the like.
 _CALL_DETAILS = [
-    (re.compile(r"time limit exceeded \((?P<seconds>[0-9.]+) s per call\)"),
-     _("time limit exceeded ({seconds} s per call)")),
-    (re.compile(r"CPU time limit exceeded \((?P<seconds>[0-9.]+) s per call\)"),
-     _("CPU time limit exceeded ({seconds} s per call)")),
-    (re.compile(r"memory limit exceeded \((?P<mib>[0-9]+) MiB per call\)"),
-     _("memory limit exceeded ({mib} MiB per call)")),
-    (re.compile(r"your function returned more than (?P<mib>[0-9]+) MiB of data"),
-     _("your function returned more than {mib} MiB of data")),
-    (re.compile(r"the process running your code was killed by (?P<signal>\w+)"),
-     _("the process running your code was killed by {signal}")),
-    (re.compile(r"your code ended the process \(exit status (?P<status>-?[0-9]+)\) instead of returning"),
-     _("your code ended the process (exit status {status}) instead of returning")),
+    _read_back(_("time limit exceeded ({seconds} s per call)"), seconds=r"[0-9.]+"),
+    _read_back(_("CPU time limit exceeded ({seconds} s per call)"), seconds=r"[0-9.]+"),
+    _read_back(_("memory limit exceeded ({mib} MiB per call)"), mib=r"[0-9]+"),
+    _read_back(_("your function returned more than {mib} MiB of data"), mib=r"[0-9]+"),
+    _read_back(_("the process running your code was killed by {signal}"), signal=r"\w+"),
+    _read_back(_("your code ended the process (exit status {status}) instead of returning"), status=r"-?[0-9]+"),
     # A value the student sandbox could not send back (grader.inside.wire's words).
-    (re.compile(r"a value of type (?P<type>\w+) cannot be graded; return tensors, numbers, strings, None, or lists, "
-                r"tuples and dicts of them"),
-     _("a value of type {type} cannot be graded; return tensors, numbers, strings, None, or lists, tuples and "
-       "dicts of them")),
-    (re.compile(r"a (?P<type>\w+) \(a torch\.Tensor subclass\) cannot be graded; return a plain tensor"),
-     _("a {type} (a torch.Tensor subclass) cannot be graded; return a plain tensor")),
-    (re.compile(r"tensors of dtype (?P<dtype>[\w.]+) cannot be graded"),
-     _("tensors of dtype {dtype} cannot be graded")),
-    (re.compile(r"sparse tensors cannot be graded; return a dense tensor"),
-     _("sparse tensors cannot be graded; return a dense tensor")),
-    (re.compile(r"value is nested too deeply or has too many parts \(a \.grad counts as one\)"),
-     _("value is nested too deeply or has too many parts (a .grad counts as one)")),
-    (re.compile(r"value is nested too deeply or has too many parts"),
-     _("value is nested too deeply or has too many parts")),
-    (re.compile(r"integer is too large"), _("integer is too large")),
-    (re.compile(r"dictionary keys must be strings or integers"), _("dictionary keys must be strings or integers")),
+    _read_back(_("a value of type {type} cannot be graded; return tensors, numbers, strings, None, or lists, "
+                 "tuples and dicts of them"), type=r"\w+"),
+    _read_back(_("a {type} (a torch.Tensor subclass) cannot be graded; return a plain tensor"), type=r"\w+"),
+    _read_back(_("tensors of dtype {dtype} cannot be graded"), dtype=r"[\w.]+"),
+    _read_back(_("sparse tensors cannot be graded; return a dense tensor")),
+    _read_back(_("value is nested too deeply or has too many parts (a .grad counts as one)")),
+    _read_back(_("value is nested too deeply or has too many parts")),
+    _read_back(_("integer is too large")),
+    _read_back(_("dictionary keys must be strings or integers")),
 ]
 # Of these kinds, the detail's cause is said without it: a decoder's or a sandbox's reason
 # helps the operator, not the student.
