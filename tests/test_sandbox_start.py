@@ -3,6 +3,7 @@ first task; a start that fails leaves nothing half-started."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +12,11 @@ import pytest
 from grader.engine.exercise_sandbox import ExerciseSandbox
 from grader.engine.sandbox import Sandbox
 from grader.engine.warm_process import SandboxUnavailable, start_together
-from tests.live import start_worker, stop
+from grader import db, submissions
+from grader.accounts.models import User
+from tests.live import publish_basics, start_worker, stop, wait_until_done
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Unstartable(Sandbox):
@@ -42,17 +47,40 @@ def test_a_sandbox_that_cannot_start_leaves_the_other_ready_not_half_started():
         room.close()
 
 
-def _descendants(pid: int) -> list[int]:
-    found, stack = [], [pid]
-    while stack:
-        for task in Path(f"/proc/{stack.pop()}/task").glob("*"):
-            try:
-                children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                continue
-            found += children
-            stack += children
-    return found
+def test_sandboxes_started_from_a_thread_that_ends_go_on_serving_grades():
+    """bubblewrap dies with the thread that started it (the kernel's parent-death signal
+    follows threads): a worker's start-ahead thread ends once they are up."""
+    from grader.engine import grading
+
+    grading.shutdown()
+    try:
+        ahead = threading.Thread(target=grading.warm_up)
+        ahead.start()
+        ahead.join()
+        time.sleep(0.2)  # a parent-death signal, had one come, has done its work
+        room, sandbox = grading.exercise_sandbox(), grading.sandbox_for(False)
+        assert room.alive and sandbox.alive
+        report = grading.grade("autograd-basics", (ROOT / "exercises/autograd-basics/solution.py").read_text())
+        assert (report.status, report.score) == ("graded", report.max_score)
+        assert (room.starts, sandbox.starts) == (1, 1)  # the ones started ahead graded it
+        assert "cuda" not in grading._pool  # a CPU worker makes no GPU sandbox
+    finally:
+        grading.shutdown()
+
+
+ROOMS = ("grader.testing.warm", "inside.warm")
+
+
+def _started_by(pid: int) -> dict[str, set[int]]:
+    """The sandboxes a process started (its own children, bubblewrap), by room."""
+    children = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            continue
+    commands = {child: _command(child) for child in children}
+    return {room: {child for child, command in commands.items() if room in command} for room in ROOMS}
 
 
 def _command(pid: int) -> str:
@@ -62,17 +90,27 @@ def _command(pid: int) -> str:
         return ""
 
 
-def test_a_worker_starts_both_sandboxes_before_its_first_task(tmp_path, redis, monkeypatch):
-    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{tmp_path / 'grader.db'}")
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_worker_starts_both_sandboxes_before_its_first_task_and_grades_in_them(database_url, redis, tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
+    publish_basics(database_url)
+    with db.transaction(database_url) as session:
+        session.add(student := User(email="student@example.org", name="Student", role="student"))
+        session.flush()
+        submission_id = submissions.create(session, user=student, exercise_slug="autograd-basics",
+                                           source=(ROOT / "exercises/autograd-basics/solution.py").read_text()).id
     worker = start_worker(tmp_path, "worker")
     try:
         deadline = time.monotonic() + 60
-        while True:
-            warm = [_command(pid) for pid in _descendants(worker.pid)]
-            rooms = {room for room in ("grader.testing.warm", "inside.warm") if any(room in c for c in warm)}
-            if len(rooms) == 2 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert rooms == {"grader.testing.warm", "inside.warm"}, warm
+        while not all((ahead := _started_by(worker.pid)).values()):
+            assert time.monotonic() < deadline, ahead
+            time.sleep(0.1)
+        assert all(len(pids) == 1 for pids in ahead.values()), ahead
+        submissions.enqueue(submission_id, "any")  # only now: the sandboxes came first
+        [row] = wait_until_done(database_url, [submission_id])
+        assert (row.status, row.score) == ("graded", 6)
+        # The same two graded it: neither ended with the thread that started it, to be started again.
+        assert _started_by(worker.pid) == ahead
     finally:
         stop(worker)

@@ -64,7 +64,7 @@ def warm_up(*, cpu: bool = True, cuda: bool = False) -> None:
     if asked, the GPU) before the first grade needs them; one that cannot start is left
     for that grade to start and report."""
     room = exercise_sandbox()
-    students = [sandbox_for(False)] * cpu + [sandbox_for(True)] * (cuda and cuda_available())
+    students = ([sandbox_for(False)] if cpu else []) + ([sandbox_for(True)] if cuda and cuda_available() else [])
     for student in students:
         try:
             with room.lock, student.lock:

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from grader.engine import cgroup
 from grader.engine.bwrap import Room, bwrap_command
@@ -114,7 +115,7 @@ class WarmProcess:
         self._stderr = tempfile.TemporaryFile()
         # bwrap joins the sandbox's cgroup before it runs: nothing of it is ever outside.
         try:
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self._proc = _spawn(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=self._stderr, env=env, cwd=cwd, close_fds=True,
                                           preexec_fn=_die_with_parent if self.unsafe else self.cgroup.join)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -194,6 +195,25 @@ class WarmProcess:
         time.sleep(0.05)  # let a dying warm process finish its last words
         log.warning("%s sandbox failed (%s); its last output: %s", self.room.name, exc, self._stderr_text()[-2000:])
         self.close()
+
+
+_keeper: tuple[int, ThreadPoolExecutor] | None = None
+_keeper_lock = threading.Lock()
+
+
+def _spawn(*args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` from a thread that lasts as long as the process. bubblewrap's
+    --die-with-parent is the kernel's parent-death signal, which follows the *thread* that
+    forked it: a sandbox started from a thread that then ends (a worker's start-ahead
+    thread) was killed at once, and the next grade paid for its start again."""
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(*args, **kwargs)
+    global _keeper
+    with _keeper_lock:
+        if _keeper is None or _keeper[0] != os.getpid():  # a forked child has none of its parent's threads
+            _keeper = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="grader-sandbox-starts"))
+        starts = _keeper[1]
+    return starts.submit(subprocess.Popen, *args, **kwargs).result()
 
 
 def _die_with_parent() -> None:
