@@ -15,6 +15,7 @@ from typing import Callable
 import pytest
 
 from grader.protocol.report import TestResult, coarse_ms
+from grader.testing import api
 from grader.testing.api import misread
 from grader.testing.feedback import Text, revealed
 from grader.protocol import SuiteRun
@@ -125,11 +126,13 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False)
     collector = _Collector(channel, on_progress, visible_only, bundle=root)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
             "--rootdir", str(root), "--confcutdir", str(tests_dir),
-            "--import-mode=importlib", "--disable-plugin-autoload", "-p", "grader.testing.api",
+            "--import-mode=importlib", "--disable-plugin-autoload",
             "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
     for plugin in _UNUSED_PLUGINS:
         args += ["-p", f"no:{plugin}"]
-    code = pytest.main(args, plugins=[collector])
+    # The plugin as a module, not "-p grader.testing.api": a name makes pytest read every
+    # installed distribution's entry points first, an eighth of a grade's own time.
+    code = pytest.main(args, plugins=[collector, api])
     if visible_only and code == pytest.ExitCode.NO_TESTS_COLLECTED and collector.run.error is None:
         return collector.run  # no visible test: nothing ran, and nothing went wrong
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
