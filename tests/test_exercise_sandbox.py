@@ -162,6 +162,12 @@ FORGE = ("import gc, json\n\n"
      "        try:\n            os.write(fd, struct.pack('>II', len(head), 0) + head)\n"
      "        except OSError:\n            pass\n    time.sleep(30)\n",
      "broke the grading protocol (an unknown event 'ended')"),
+    # The harness's word that the child is done, said before any verdict: its grade ends there.
+    ("import os, struct, time\n\ndef test_says_it_is_done(student):\n"
+     "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+     "        try:\n            os.write(fd, struct.pack('>II', 0, 0))\n"
+     "        except OSError:\n            pass\n    time.sleep(30)\n",
+     "ended their process before their verdicts"),
     # Verdicts no pytest would give, written past the harness.
     ("import json, os, struct\n\ndef test_forges_verdicts(student):\n"
      "    head = json.dumps({'event': 'finished', 'results': [{'id': 'x', 'name': 'x', 'visible': True,"
@@ -179,7 +185,7 @@ FORGE = ("import gc, json\n\n"
     (FORGE + "def test_english_as_a_translation(student):\n    channel().send({'event': 'finished', 'results': [dict("
      "id='x', name='x', visible=True, passed=True, points=1, max_points=1, i18n={'en': {'name': 'y'}})]})\n",
      "broke the grading protocol (a result's translations are malformed)"),
-], ids=["exits", "hoards_memory", "forges_the_end", "forges_verdicts", "same_id_twice", "endless_duration",
+], ids=["exits", "hoards_memory", "forges_the_end", "says_done_early", "forges_verdicts", "same_id_twice", "endless_duration",
         "english_as_a_translation"])
 def test_an_exercise_that_fails_as_a_whole_is_its_failure_and_the_next_grade_is_untouched(
         tmp_path, worker, body, says):

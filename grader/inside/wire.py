@@ -23,6 +23,8 @@ from typing import Any
 import torch
 
 _PREFIX = struct.Struct(">II")
+# An empty frame (no header, no blob): a process's word that it has sent its last frame.
+END = _PREFIX.pack(0, 0)
 
 DTYPES = {
     name: getattr(torch, name)

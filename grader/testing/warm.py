@@ -173,8 +173,8 @@ def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> No
 
 
 def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> dict:
-    """Pass frames both ways until the child closes its side or dies; returns how it
-    ended, where that is known by then (a child that finished closes its pipe first)."""
+    """Pass frames both ways until the child says it is done, closes its side or dies;
+    returns how it ended, where that is known by then."""
     if _to_child(child, request):
         while True:
             ready = select.select([child.res_r, requests, child.pidfd], [], [])[0]
@@ -192,9 +192,14 @@ def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> di
             if child.res_r in ready or child.pidfd in ready:
                 # What it wrote before it went, whole frames only; then it is done.
                 deadline = None if child.pidfd not in ready else time.monotonic() + 0.5
-                if not _from_child(child, replies, deadline):
+                carried = _from_child(child, replies, deadline)
+                if carried is _DONE:
+                    # Its frames are through and it is exiting: neither its teardown nor its
+                    # status is waited for (the status would only explain an end without verdicts).
+                    return {"exit": None, "signal": None}
+                if not carried:
                     break
-    # A child that closed its pipe is exiting: wait a moment for its status, not for its teardown.
+    # A child whose pipe closed without its word died: its status, a moment after, says how.
     select.select([child.pidfd], [], [], 0.005)
     done, code = os.waitpid(child.pid, os.WNOHANG)
     if not done:
@@ -215,14 +220,20 @@ def _to_child(child: _Child, frame: bytearray) -> bool:
         return False
 
 
-def _from_child(child: _Child, replies: int, deadline: float | None) -> bool:
+_DONE = "done"
+
+
+def _from_child(child: _Child, replies: int, deadline: float | None) -> bool | str:
     """One whole frame of the child's to the worker, inside ours, unread; False when there
-    is none (its pipe closed, or what came is not a frame within bounds)."""
+    is none (its pipe closed, or what came is not a frame within bounds), _DONE when the
+    child says it has sent its last (an empty frame, carried to no one)."""
     try:
         frame = wire.read_raw_frame(child.res_r, max_header=protocol.EVENT_HEADER,
                                     max_blob=protocol.EVENT_BLOB, deadline=deadline)
     except wire.WireError:
         return False
+    if frame == wire.END:
+        return _DONE
     try:
         wire.write_frame(replies, {"event": "child"}, frame)
     finally:
@@ -296,7 +307,8 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
                             visible_only=request.get("visible_only") is True)
     send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
           "test_errors": run.test_errors, "logs": run.logs})
-    os.close(res_w)  # the warm process takes this as the end, without waiting for our teardown
+    # The warm process takes this as the end, and waits for neither our status nor our teardown.
+    wire.write_all(res_w, wire.END)
     os._exit(0)
 
 
