@@ -328,11 +328,13 @@ def pytest_collection_modifyitems(items):
         for part, used in PART_NAMES.items():
             if names & used or fixtures & PART_FIXTURES.get(part, set()):
                 item.add_marker(part)
-        if "database_url" in fixtures:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        # A database of the test's own making (test_migrations' empty ones) is told by its parameter.
+        on_postgresql = any(isinstance(value, str) and value == "postgresql" for value in params.values())
+        if "database_url" in fixtures or on_postgresql:
             item.add_marker("db")
-            params = getattr(getattr(item, "callspec", None), "params", {})
-            if params.get("database_url") == "postgresql":
-                item.add_marker("postgresql")
+        if on_postgresql:
+            item.add_marker("postgresql")
 
 
 def pytest_collection_finish(session):
