@@ -185,8 +185,8 @@ FORGE = ("import gc, json\n\n"
     (FORGE + "def test_english_as_a_translation(student):\n    channel().send({'event': 'finished', 'results': [dict("
      "id='x', name='x', visible=True, passed=True, points=1, max_points=1, i18n={'en': {'name': 'y'}})]})\n",
      "broke the grading protocol (a result's translations are malformed)"),
-], ids=["exits", "hoards_memory", "forges_the_end", "says_done_early", "forges_verdicts", "same_id_twice", "endless_duration",
-        "english_as_a_translation"])
+], ids=["exits", "hoards_memory", "forges_the_end", "says_done_early", "forges_verdicts", "same_id_twice",
+        "endless_duration", "english_as_a_translation"])
 def test_an_exercise_that_fails_as_a_whole_is_its_failure_and_the_next_grade_is_untouched(
         tmp_path, worker, body, says):
     report = grade(bundle_in(tmp_path, worker, {"test_a.py": body}), SOLUTION)
