@@ -340,3 +340,15 @@ def test_a_kill_for_the_machines_memory_is_told_from_the_sandboxs_own_limit():
         finally:
             for d in (where / "call", where):
                 d.rmdir()
+
+
+def test_a_sandbox_that_dies_as_a_submission_ends_serves_the_next_from_a_fresh_start(sandbox):
+    """The reset after a submission is not waited for (the worker writes its report
+    meanwhile); the next submission's first call reads its word, and where the sandbox
+    died instead, that call starts a fresh one rather than failing."""
+    assert call(sandbox, "def f():\n    return 1\n").value == 1
+    sandbox.reset()
+    starts = sandbox.starts
+    sandbox.cgroup.kill()  # the warm process and all below it, before or after its sweep
+    assert call(sandbox, "def f():\n    return 2\n").value == 2
+    assert sandbox.starts == starts + 1

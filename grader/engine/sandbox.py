@@ -61,6 +61,7 @@ class Limits:
 class Sandbox(WarmProcess):
     room = STUDENT
     idle_memory_bytes = IDLE_MEMORY_BYTES
+    _resetting = False  # a reset was sent; its word is read before the next request's
 
     @property
     def uid(self) -> int:
@@ -71,6 +72,11 @@ class Sandbox(WarmProcess):
     def _request(self, header: dict, blob: bytes = b"", *, timeout: float,
                  max_blob: int = 0) -> tuple[dict, bytes]:
         self.start()
+        try:
+            self._reset_done()
+        except (OSError, wire.WireError) as exc:
+            self.failed(exc)  # the last submission's end went wrong: a fresh one for this request
+            self.start()
         try:
             deadline = time.monotonic() + timeout
             self.send(header, blob, deadline=deadline)
@@ -83,14 +89,29 @@ class Sandbox(WarmProcess):
         return reply, raw
 
     def reset(self) -> None:
-        """Between submissions: end anything the last one left running."""
+        """Between submissions: end anything the last one left running. Sent, not waited
+        for: the warm process sweeps while the worker writes its report, and reads no
+        later request before that is done; the next request waits for its word first."""
         if self.alive:
             try:
-                self._request({"op": "reset"}, timeout=30)
-                if self.cgroup is not None:
-                    self.cgroup.set_memory_max(IDLE_MEMORY_BYTES)
-            except (OSError, wire.WireError):
-                pass
+                self.send({"op": "reset"}, b"", deadline=time.monotonic() + 30)
+                self._resetting = True
+            except (OSError, wire.WireError) as exc:
+                self.failed(exc)
+
+    def _reset_done(self) -> None:
+        if not self._resetting:
+            return
+        self._resetting = False
+        reply, _ = self.receive(deadline=time.monotonic() + 30)
+        if reply.get("ok") is not True:
+            raise wire.WireError(f"the reset failed: {str(reply.get('error'))[:200]}")
+        if self.cgroup is not None:
+            self.cgroup.set_memory_max(IDLE_MEMORY_BYTES)
+
+    def close(self) -> None:
+        self._resetting = False  # a new warm process owes no word
+        super().close()
 
     def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
