@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -185,8 +186,11 @@ FORGE = ("import gc, json\n\n"
     (FORGE + "def test_english_as_a_translation(student):\n    channel().send({'event': 'finished', 'results': [dict("
      "id='x', name='x', visible=True, passed=True, points=1, max_points=1, i18n={'en': {'name': 'y'}})]})\n",
      "broke the grading protocol (a result's translations are malformed)"),
+    # Its module ends the process as the tests are collected, before any grade is there.
+    ("import os\n\nos._exit(3)\n\ndef test_never_runs(student):\n    pass\n",
+     "ended their process before their verdicts (exit status 3)"),
 ], ids=["exits", "hoards_memory", "forges_the_end", "says_done_early", "forges_verdicts", "same_id_twice",
-        "endless_duration", "english_as_a_translation"])
+        "endless_duration", "english_as_a_translation", "exits_while_collected"])
 def test_an_exercise_that_fails_as_a_whole_is_its_failure_and_the_next_grade_is_untouched(
         tmp_path, worker, body, says):
     report = grade(bundle_in(tmp_path, worker, {"test_a.py": body}), SOLUTION)
@@ -252,6 +256,48 @@ def test_nothing_of_an_earlier_grade_is_in_the_memory_of_the_next(tmp_path, work
     time.sleep(1)  # idle: the exercise sandbox forks the next grade's child now
     report = grade(bundle_in(tmp_path, worker, {"test_scan.py": MEMORY_SCAN}), SOLUTION)
     assert messages(report) == {"test_scan_my_memory": "nothing"}
+
+
+COLLECTED_AT = """import time
+from grader.testing import visible
+
+COLLECTED = time.time()
+
+
+@visible
+def test_collected(student):
+    assert False, f"collected at {COLLECTED!r}"
+"""
+
+
+def test_the_next_grade_finds_its_exercises_tests_collected_before_its_submission_arrives(
+        tmp_path, worker, monkeypatch):
+    bundle = bundle_in(tmp_path, worker, {"test_when.py": COLLECTED_AT})
+    graded_at = []
+    send = exercise_sandbox.ExerciseSandbox.send
+
+    def send_and_note(self, header, *parts, deadline):
+        if header.get("op") == "grade":
+            graded_at.append(time.time())  # the submission leaves the worker
+        return send(self, header, *parts, deadline=deadline)
+
+    monkeypatch.setattr(exercise_sandbox.ExerciseSandbox, "send", send_and_note)
+    grade(bundle, SOLUTION)
+    for _ in range(10):
+        time.sleep(0.5)  # idle: the worker has sent this exercise ahead after its last grade
+        collected = float(re.search(r"collected at ([0-9.]+)", messages(grade(bundle, SOLUTION))["test_collected"])[1])
+        if collected < graded_at[-1]:
+            break
+    else:
+        pytest.fail("every grade's tests were collected only after its submission arrived")
+
+
+def test_a_spare_collected_for_one_exercise_never_grades_another(tmp_path, worker):
+    one = bundle_in(tmp_path / "one", worker, {"test_a.py": OK_TEST})
+    other = bundle_in(tmp_path / "other", worker, {"test_a.py": OK_TEST.replace("pass", "assert False, 'other'")})
+    for bundle, passed in ((one, True), (other, False), (one, True), (one, True), (other, False)):
+        report = grade(bundle, SOLUTION)
+        assert [t.passed for t in report.tests] == [passed], report.message
 
 
 def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_grades(tmp_path, worker):

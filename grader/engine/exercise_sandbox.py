@@ -2,7 +2,7 @@
 
 The worker holds the database and broker credentials, so it runs no exercise code: the
 hidden tests, their helpers and the ``grader.testing`` plugin run in a sandbox of their
-own (``suite/warm.py``), with no network, no secrets, no database and a read-only copy
+own (``grader/testing/warm.py``), with no network, no secrets, no database and a read-only copy
 of the bundle's tests that arrives as data. This side sends the grade request, answers
 the suite's calls by running them in the student sandbox, and checks everything the
 suite sends back as hostile: every verdict, name and message is bounded and typed
@@ -57,6 +57,7 @@ OnCall = Callable[[str, str, bool, list, dict], CallOutcome]
 class ExerciseSandbox(WarmProcess):
     room = EXERCISE
     idle_memory_bytes = EXERCISE_MEMORY_BYTES
+    _prepared: str | None = None  # the exercise the warm process's spare has collected
 
     @property
     def uid(self) -> int:
@@ -70,16 +71,23 @@ class ExerciseSandbox(WarmProcess):
         when the suite comes to no verdicts."""
         listing, tests = tests_of(bundle)
         seconds = bundle.limits.submission_seconds + SUITE_GRACE_SECONDS
-        request = protocol.request_parts(
-            listing, tests, source, device=device, probes=os.path.lexists(bundle.file("probes.py")),
-            visible_only=visible_only,
-            limits={"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20, "processes": 64})
+        exercise = {"probes": os.path.lexists(bundle.file("probes.py")),
+                    "limits": {"cpu_seconds": seconds, "tmp_bytes": 256 << 20, "file_bytes": 64 << 20,
+                               "processes": 64}}
+        key = protocol.exercise_key(listing, tests, **exercise)
         self.start()
         ooms = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
         deadline = time.monotonic() + seconds
         try:
-            self.send({"op": "grade"}, *request, deadline=deadline)
-            return self._follow(deadline, on_call, on_progress, ooms)
+            if self._prepared != key:
+                self._prepare(key, listing, tests, exercise, deadline)
+            self._prepared = None  # the spare is this grade's now
+            self.send({"op": "grade", "bundle": key},
+                      *protocol.grade_parts(source, device=device, visible_only=visible_only), deadline=deadline)
+            run = self._follow(deadline, on_call, on_progress, ooms)
+            # The next grade is most likely of this exercise again: its child collects now.
+            self._prepare(key, listing, tests, exercise, time.monotonic() + 10)
+            return run
         except wire.FrameTimeout:
             self.close()
             raise SuiteFailure("exercise", f"the exercise's tests did not finish within {seconds:g} s") from None
@@ -95,6 +103,16 @@ class ExerciseSandbox(WarmProcess):
         except BaseException:
             self.close()  # mid-grade: its next frame must never be read as the next grade's
             raise
+
+    def _prepare(self, key: str, listing: list, tests: bytes, exercise: dict, deadline: float) -> None:
+        """A spare child of the warm process takes the exercise's tests and collects them."""
+        self.send({"op": "prepare", "bundle": key}, *protocol.exercise_parts(listing, tests, **exercise),
+                  deadline=deadline)
+        self._prepared = key
+
+    def close(self) -> None:
+        self._prepared = None  # a new warm process has no spare prepared
+        super().close()
 
     def _out_of_memory(self, ooms: tuple[int, int]) -> SuiteFailure | None:
         """Where the kernel killed for memory since ``ooms``: the suite's own limit is the
@@ -112,6 +130,8 @@ class ExerciseSandbox(WarmProcess):
             envelope, frame = self.receive(deadline=deadline, max_header=protocol.ENVELOPE_HEADER,
                                            max_blob=protocol.ENVELOPE_BLOB)
             if envelope.get("event") == "ended":
+                if envelope.get("unprepared"):
+                    raise wire.WireError("the warm process had no child prepared for the exercise")
                 break
             if envelope.get("event") != "child":
                 raise wire.WireError(f"the warm process said {str(envelope)[:80]}")

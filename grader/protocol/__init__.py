@@ -1,8 +1,9 @@
 """The frames between the worker and the exercise sandbox, and what a call came to.
 
 Two layers. The **child** that runs one suite speaks to the worker in frames of its own:
-it reads one request (the bundle's tests as files, the submission's text, the device),
-then sends events, each answered where it asks::
+it reads its exercise (the bundle's tests as files, its limits) and collects the tests
+before any grade is there, then reads the grade (the submission's text, the device) and
+sends events, each answered where it asks::
 
     isolated                  the child's walls stand; before it, failures are ours
     progress  done, total     a test finished
@@ -12,8 +13,14 @@ then sends events, each answered where it asks::
 The sandbox's **warm process** carries those frames whole and unread, inside frames of its
 own, so that nothing of a grade is ever parsed (and left in its memory) there::
 
-    worker -> warm:  {"op": "grade"} + a request frame;  {"op": "reply"} + an outcome frame
+    worker -> warm:  {"op": "prepare", bundle} + an exercise frame (a spare child takes it)
+                     {"op": "grade", bundle} + a grade frame (to the spare prepared for it)
+                     {"op": "reply"} + an outcome frame
     warm -> worker:  {"event": "child"} + an event frame;  {"event": "ended", exit, signal}
+
+The worker prepares the exercise of each grade before it (and, after a grade, the same
+exercise again for the next one), so a grade's child has its tests collected before
+the submission arrives; ``bundle`` (``exercise_key``) pairs the two.
 
 A reply that arrives after its grade ended is dropped there, never read as the next
 grade's. Both sides decode with :mod:`wire` (no pickle; every size bounded), and the
@@ -22,6 +29,8 @@ worker checks everything the child sends as hostile: the exercise's code runs th
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,12 +93,24 @@ class ProtocolError(wire.WireError):
 
 # ---------------------------------------------------------------- calls (exercise -> worker)
 
-def request_parts(files: list, tests: bytes, source: str, **settings) -> list:
-    """The child's request frame, as parts: the bundle's tests (``files`` lists each one's
-    name and extent of ``tests``), then the submission's text, both in the blob (which the
-    warm process wipes), never in a header."""
+def exercise_parts(files: list, tests: bytes, **settings) -> list:
+    """The child's first frame, as parts: the bundle's tests, ``files`` listing each one's
+    name and extent of ``tests`` (the blob, which the warm process wipes)."""
+    return wire.frame_parts({"files": files, **settings}, tests)
+
+
+def grade_parts(source: str, **settings) -> list:
+    """The child's second frame, as parts: the submission's text, in the blob, never in a header."""
     text = source.encode("utf-8")
-    return wire.frame_parts({"files": files, "source": [len(tests), len(text)], **settings}, tests, text)
+    return wire.frame_parts({"source": [0, len(text)], **settings}, text)
+
+
+def exercise_key(files: list, tests: bytes, **settings) -> str:
+    """What names a prepared exercise between the worker and the warm process: a digest of
+    all its child is given, so a spare is never used for tests other than its own."""
+    digest = hashlib.sha256(json.dumps([files, settings], sort_keys=True).encode())
+    digest.update(tests)
+    return digest.hexdigest()
 
 
 def call_frame(module: str, function: str, visible: bool, args: list, kwargs: dict) -> tuple[dict, bytes]:

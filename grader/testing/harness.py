@@ -30,11 +30,12 @@ class _Collector:
     """A pytest plugin object: hands out the channel, records verdicts, reports progress."""
 
     def __init__(self, channel, on_progress: Callable[[int, int], None] | None, visible_only: bool = False,
-                 bundle: Path | None = None):
+                 bundle: Path | None = None, start: Callable[[], bool] | None = None):
         self.channel = channel
         self.bundle = bundle  # the exercise's folder: its files' errors may be the student's (misread)
         self.on_progress = on_progress
         self.visible_only = visible_only
+        self.start = start
         self.total = 0
         self.phases: dict[str, dict] = {}
         self.items: dict[str, pytest.Item] = {}
@@ -49,16 +50,23 @@ class _Collector:
         # the native style spares formatting a long one (which parses every file it names).
         config.option.tbstyle = "native"
 
-    @pytest.hookimpl(trylast=True)  # after any other selection: the total is what runs
+    @pytest.hookimpl(trylast=True)  # after any other selection
     def pytest_collection_modifyitems(self, config, items):
-        if self.visible_only:  # a practice run: the tests whose full message the student sees anyway
-            hidden = [item for item in items if item.get_closest_marker("visible") is None]
-            items[:] = [item for item in items if item.get_closest_marker("visible") is not None]
-            config.hook.pytest_deselected(items=hidden)
-        self.total = len(items)
         self.items = {item.nodeid: item for item in items}
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session):
+        # The tests are collected: only now does the grade itself have to be here.
+        if self.start is not None:
+            self.visible_only = self.start()
+        if self.visible_only:  # a practice run: the tests whose full message the student sees anyway
+            hidden = [item for item in session.items if item.get_closest_marker("visible") is None]
+            session.items[:] = [item for item in session.items if item.get_closest_marker("visible") is not None]
+            session.config.hook.pytest_deselected(items=hidden)
+        self.total = len(session.items)
         if self.on_progress:
             self.on_progress(0, self.total)
+        return (yield)
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -119,11 +127,16 @@ class _Collector:
         return result
 
 
-def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False) -> SuiteRun:
+def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False,
+              start: Callable[[], bool] | None = None) -> SuiteRun:
     """Run the suite in ``root``/tests (a bundle's folder) against ``channel``; with
-    ``visible_only``, its visible tests alone (an exercise may have none)."""
+    ``visible_only``, its visible tests alone (an exercise may have none).
+
+    ``start``, where given, is called once the tests are collected, before the first one
+    runs: it waits for the grade (readying ``channel``) and says whether ``visible_only``.
+    So a suite is configured and collected before its submission exists."""
     tests_dir = root / "tests"
-    collector = _Collector(channel, on_progress, visible_only, bundle=root)
+    collector = _Collector(channel, on_progress, visible_only, bundle=root, start=start)
     args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
             "--rootdir", str(root), "--confcutdir", str(tests_dir),
             "--import-mode=importlib", "--disable-plugin-autoload",
@@ -133,7 +146,8 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False)
     # The plugin as a module, not "-p grader.testing.api": a name makes pytest read every
     # installed distribution's entry points first, an eighth of a grade's own time.
     code = pytest.main(args, plugins=[collector, api])
-    if visible_only and code == pytest.ExitCode.NO_TESTS_COLLECTED and collector.run.error is None:
+    if collector.visible_only and not collector.run.results and collector.run.error is None \
+            and code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return collector.run  # no visible test: nothing ran, and nothing went wrong
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and collector.run.error is None:
         collector.run.error = f"pytest stopped with exit code {int(code)}"

@@ -1,10 +1,12 @@
 """The warm process of the exercise sandbox, and the child that runs one suite.
 
-It imports torch, pytest and ``grader.testing`` once, then serves ``grade`` requests
-from the worker. Each grade forks a fresh child that stands up its own walls (the
-children's uid, a private /tmp holding the bundle's tests read-only, the system-call
-filter), runs the hidden suite under pytest, and talks to the worker in frames
-(``protocol``). The warm process carries those frames both ways whole and unread (it
+It imports torch, pytest and ``grader.testing`` once, then serves the worker's requests.
+Each grade has a fresh child, forked while the sandbox is idle: given its exercise
+(``prepare``, before any grade is there), it stands up its own walls (the children's
+uid, a private /tmp holding the bundle's tests read-only, the system-call filter) and
+collects the hidden suite; given the grade, it runs the suite under pytest and talks to
+the worker in frames (``protocol``). A spare prepared for another exercise is ended
+unused. The warm process carries those frames both ways whole and unread (it
 never parses them, and wipes each once passed on), so the child never holds the worker's
 pipes and nothing of a grade stays in the memory every later child inherits: the next
 grade may be another course's exercise. When the child ends (or is ended), the warm
@@ -14,6 +16,7 @@ the next request.
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import select
@@ -31,6 +34,7 @@ from grader.inside.walls import IN_SANDBOX, SCRATCH
 BUNDLE = os.path.join(SCRATCH, "bundle")
 MAX_FILES = 2000
 CHILD_READS_WITHIN = 10.0  # seconds a child may leave a frame for it unread
+GRADE_PIPE_BYTES = 1 << 20  # fs.pipe-max-size's default; a submission is at most 256 KiB
 
 
 def main() -> None:
@@ -59,7 +63,7 @@ def main() -> None:
             walls.forget_reaped()
         if spare is None and not select.select([requests], [], [], 0)[0]:
             # While idle, and only after the last grade was swept: nothing untrusted runs
-            # while it waits (it keeps our uid until it reads its grade).
+            # while it waits (it keeps our uid until it reads its exercise).
             spare = _Child()
             continue
         try:
@@ -68,9 +72,24 @@ def main() -> None:
         except wire.Closed:
             return
         op = header.get("op")
-        if op == "grade":
-            child, spare = spare or _Child(), None
-            _grade(child, blob, requests, replies)
+        if op == "prepare":
+            # The next grade's exercise: a spare of its own collects its tests now.
+            if spare is not None and spare.bundle is not None:
+                _discard(spare)
+                spare = None
+            spare = spare or _Child()
+            spare.bundle = header.get("bundle")
+            if not _to_child(spare, blob):
+                spare.bundle = _BROKEN  # a grade for it finds out how it ended
+        elif op == "grade":
+            child, spare = spare, None
+            if child is None or child.bundle is None or child.bundle != header.get("bundle"):
+                # The worker prepares every grade's exercise first: its own bug, said plainly.
+                if child is not None:
+                    _discard(child)
+                wire.write_frame(replies, {"event": "ended", "exit": None, "signal": None, "unprepared": True})
+            else:
+                _grade(child, blob, requests, replies)
         elif op == "exit":
             return
         # Anything else ("reply": the answer to a call of a grade that has ended) is dropped.
@@ -144,8 +163,33 @@ class _Child:
         os.close(req_r)
         os.close(res_w)
         os.set_blocking(self.req_w, False)  # every frame to it has a deadline (_to_child)
+        try:
+            # Room for a whole grade frame (the largest submission) while the child is still
+            # collecting its tests and reads nothing: the grade waits in the pipe, not here.
+            fcntl.fcntl(self.req_w, fcntl.F_SETPIPE_SZ, GRADE_PIPE_BYTES)
+        except OSError:
+            pass  # the kernel's own limit; a grade then waits for its child to read it
         self.pidfd = os.pidfd_open(self.pid)
         self.reaped = False
+        self.bundle = None  # what the worker named the exercise it prepares, once it does
+
+
+_BROKEN = object()  # a spare that would not read its exercise: no grade is its
+
+
+def _discard(child: _Child) -> None:
+    """A spare no grade will use (another exercise's, or broken): ended, with all it
+    started, as a grade's child is."""
+    for fd in (child.req_w, child.res_r):
+        os.close(fd)
+    with walls.as_child_user():
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _wait(child.pid, child.pidfd)
+    os.close(child.pidfd)
+    _end_grade(child.pid)
 
 
 def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> None:
@@ -175,7 +219,16 @@ def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> No
 def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> dict:
     """Pass frames both ways until the child says it is done, closes its side or dies;
     returns how it ended, where that is known by then."""
-    if _to_child(child, request):
+    if not _to_child(child, request):
+        # It ended (or stopped reading) while its exercise was collected: what it said
+        # before that, whole frames only, still reaches the worker.
+        while True:
+            carried = _from_child(child, replies, time.monotonic() + 0.5)
+            if carried is _DONE:
+                return {"exit": None, "signal": None}
+            if not carried:
+                break
+    else:
         while True:
             ready = select.select([child.res_r, requests, child.pidfd], [], [])[0]
             if requests in ready:
@@ -273,15 +326,18 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     walls.own_session()
     walls.close_all_but(req_r, res_w)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # First its exercise (the bundle's tests, no grade's data): the walls go up and the tests
+    # are collected while no grade waits; then the grade itself (the submission).
     try:
-        request, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
+        prepare, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
     except wire.WireError:
         os._exit(73)
-    files = _files(request.get("files"), blob)
-    source = _extent(request.get("source"), blob).decode("utf-8", "replace")
-    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
+    files = _files(prepare.get("files"), blob)
+    del blob
+    limits = prepare.get("limits") if isinstance(prepare.get("limits"), dict) else {}
     walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 256 << 20)), parent=parent, folder=BUNDLE,
                 populate=lambda: _write(files))
+    del files
     walls.set_limits(cpu_seconds=float(limits.get("cpu_seconds", 120)),
                      file_bytes=int(limits.get("file_bytes", 64 << 20)),
                      processes=int(limits.get("processes", 64)))
@@ -296,15 +352,23 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     os.dup2(null, 2)  # what the tests print goes nowhere: the worker's files are not theirs to fill
     sys.dont_write_bytecode = True
     send = _Sender(res_w)
-    send({"event": "isolated"})
+    send({"event": "isolated"})  # waits in the pipe until the grade's frames are carried
 
     from grader.testing import harness  # imported by the warm process already
 
-    channel = RemoteChannel(req_r, send, source=source,
-                            device=str(request.get("device", "cpu")), probes=request.get("probes") is True)
-    run = harness.run_suite(Path(BUNDLE), channel,
-                            on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}),
-                            visible_only=request.get("visible_only") is True)
+    channel = RemoteChannel(req_r, send, probes=prepare.get("probes") is True)
+
+    def start() -> bool:
+        try:
+            grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
+        except wire.WireError:
+            os._exit(73)
+        channel.files = {"submission.py": _extent(grade.get("source"), blob).decode("utf-8", "replace")}
+        channel.device = str(grade.get("device", "cpu"))
+        return grade.get("visible_only") is True
+
+    run = harness.run_suite(Path(BUNDLE), channel, start=start,
+                            on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}))
     send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
           "test_errors": run.test_errors, "logs": run.logs})
     # The warm process takes this as the end, and waits for neither our status nor our teardown.
@@ -355,9 +419,9 @@ class RemoteChannel:
     """The ``student`` fixture's way to the submission: each call goes to the worker,
     which runs it in the student sandbox and sends back what it came to."""
 
-    def __init__(self, requests: int, send: _Sender, *, source: str, device: str, probes: bool):
+    def __init__(self, requests: int, send: _Sender, *, probes: bool, source: str = "", device: str = "cpu"):
         self.requests, self.send = requests, send
-        self.files = {"submission.py": source}
+        self.files = {"submission.py": source}  # the grade's, once it arrives
         self.device = device
         self.probes = probes
         self.visible = False  # set by the harness as each test starts
