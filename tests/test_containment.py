@@ -352,3 +352,15 @@ def test_a_sandbox_that_dies_as_a_submission_ends_serves_the_next_from_a_fresh_s
     sandbox.cgroup.kill()  # the warm process and all below it, before or after its sweep
     assert call(sandbox, "def f():\n    return 2\n").value == 2
     assert sandbox.starts == starts + 1
+
+
+def test_submissions_that_make_no_call_leave_the_next_ones_calls_answered_in_turn(sandbox):
+    """A submission refused before its first call (a syntax error) still ends with a reset:
+    two resets, and no call between them, must not leave a word unread that the next call
+    would take for its answer."""
+    assert call(sandbox, "def f():\n    return 2\n").value == 2
+    sandbox.reset()
+    sandbox.reset()
+    assert call(sandbox, "def f():\n    return 3\n").value == 3
+    sandbox.reset()
+    assert call(sandbox, "def f():\n    return 4\n").value == 4

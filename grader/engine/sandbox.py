@@ -92,7 +92,7 @@ class Sandbox(WarmProcess):
         """Between submissions: end anything the last one left running. Sent, not waited
         for: the warm process sweeps while the worker writes its report, and reads no
         later request before that is done; the next request waits for its word first."""
-        if self.alive:
+        if self.alive and not self._resetting:  # (still resetting: nothing ran since)
             try:
                 self.send({"op": "reset"}, b"", deadline=time.monotonic() + 30)
                 self._resetting = True
