@@ -4,6 +4,7 @@ what it lets a student see. Pure functions, no sandbox."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 import torch
@@ -340,3 +341,59 @@ def test_an_error_reading_a_returned_value_of_the_wrong_kind_is_the_students_mis
         assert api.misread(raised.value, tmp_path) is None  # the test had called nothing of the student's
     finally:
         api._this_test["calls"] = []
+
+
+SUITE = """import torch
+from grader.testing import points, visible
+
+EVENTS = __import__("builtins").__dict__.setdefault("suite_events", [])
+EVENTS.append("collected")
+
+
+@visible
+@points(2)
+def test_shown(student):
+    EVENTS.append("ran shown")
+    assert student.call("f", torch.ones(2)).value.tolist() == [2.0, 2.0]
+
+
+def test_hidden(student):
+    EVENTS.append("ran hidden")
+"""
+
+
+@pytest.mark.parametrize("visible_only, ran", [(False, ["ran shown", "ran hidden"]), (True, ["ran shown"])])
+def test_a_suite_is_collected_before_its_grade_and_runs_the_grade_it_is_given(tmp_path, visible_only, ran):
+    """What the exercise sandbox's spare does: configure and collect, then wait for the
+    grade (``start``), which says whether the visible tests alone run."""
+    import builtins
+
+    from grader import protocol
+    from grader.testing import harness
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_suite.py").write_text(SUITE)
+    events = builtins.__dict__.setdefault("suite_events", [])
+    events.clear()
+
+    class Channel:
+        files, device, visible = {"submission.py": ""}, "cpu", False
+
+        def call(self, module, function, args, kwargs):
+            return protocol.CallOutcome("ok", value=2 * args[0], args=args)
+
+    def start():
+        events.append("graded")
+        return visible_only
+
+    progress, loaded = [], set(sys.modules)
+    try:
+        run = harness.run_suite(tmp_path, Channel(), on_progress=lambda *seen: progress.append(seen), start=start)
+    finally:
+        del builtins.suite_events
+        for name in set(sys.modules) - loaded:  # as in a fresh child: the suite's module is new each grade
+            if name.rpartition(".")[2] == "test_suite":
+                del sys.modules[name]
+    assert events == ["collected", "graded", *ran]
+    assert [r.passed for r in run.results] == [True] * len(ran) and run.error is None
+    assert progress[0] == (0, len(ran)) and progress[-1] == (len(ran), len(ran))
