@@ -58,6 +58,7 @@ class ExerciseSandbox(WarmProcess):
     room = EXERCISE
     idle_memory_bytes = EXERCISE_MEMORY_BYTES
     _prepared: str | None = None  # the exercise the warm process's spare has collected
+    _ooms_since_prepared = (0, 0)  # the cgroup's count of memory kills when it was given it
 
     @property
     def uid(self) -> int:
@@ -76,12 +77,13 @@ class ExerciseSandbox(WarmProcess):
                                "processes": 64}}
         key = protocol.exercise_key(listing, tests, **exercise)
         self.start()
-        ooms = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
         deadline = time.monotonic() + seconds
+        ooms = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
         try:
             if self._prepared != key:
                 self._prepare(key, listing, tests, exercise, deadline)
-            self._prepared = None  # the spare is this grade's now
+            # Since its child was given the exercise: a kill while it collected is this grade's too.
+            ooms, self._prepared = self._ooms_since_prepared, None  # the spare is this grade's now
             self.send({"op": "grade", "bundle": key},
                       *protocol.grade_parts(source, device=device, visible_only=visible_only), deadline=deadline)
             run = self._follow(deadline, on_call, on_progress, ooms)
@@ -106,6 +108,7 @@ class ExerciseSandbox(WarmProcess):
 
     def _prepare(self, key: str, listing: list, tests: bytes, exercise: dict, deadline: float) -> None:
         """A spare child of the warm process takes the exercise's tests and collects them."""
+        self._ooms_since_prepared = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
         self.send({"op": "prepare", "bundle": key}, *protocol.exercise_parts(listing, tests, **exercise),
                   deadline=deadline)
         self._prepared = key
