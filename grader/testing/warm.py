@@ -254,7 +254,11 @@ def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> di
                     break
     # A child whose pipe closed without its word died: its status, a moment after, says how.
     select.select([child.pidfd], [], [], 0.005)
-    done, code = os.waitpid(child.pid, os.WNOHANG)
+    try:
+        done, code = os.waitpid(child.pid, os.WNOHANG)
+    except ChildProcessError:  # a sweep's reaping took it first (a spare that died collecting)
+        child.reaped = True
+        return {"exit": None, "signal": None}
     if not done:
         return {"exit": None, "signal": None}
     child.reaped = True
@@ -297,8 +301,11 @@ def _from_child(child: _Child, replies: int, deadline: float | None) -> bool | s
 def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> None:
     started = time.monotonic()
     while True:
-        if os.waitpid(pid, os.WNOHANG)[0]:
-            return
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return  # the sweep below reaps whatever has died, this child included
         if time.monotonic() - started > seconds:
             walls.dying.add(pid)
             return
