@@ -300,6 +300,78 @@ def test_a_spare_collected_for_one_exercise_never_grades_another(tmp_path, worke
         assert [t.passed for t in report.tests] == [passed], report.message
 
 
+# Verdicts the worker accepts, then the start of a frame that carries the submission and
+# never ends: what the warm process read of it was freed unwiped, for later children to find.
+PARTIAL_FRAME = FORGE + r"""import os, struct
+from grader.testing import visible
+
+
+@visible
+def test_leaves_half_a_frame(student):
+    source = channel().files["submission.py"].encode()
+    channel().send({"event": "finished", "results": [dict(id="x", name="x", visible=True, passed=True,
+                                                           points=1, max_points=1)]})
+    os.write(channel().send.fd, struct.pack(">II", 100_000, 0) + (source * 60_000)[:60_000])
+    os._exit(0)
+"""
+
+
+def test_half_a_frame_of_one_grade_is_not_in_the_memory_of_the_next(tmp_path, worker):
+    token = os.urandom(16).hex()
+    first = grade(bundle_in(tmp_path / "half", worker, {"test_half.py": PARTIAL_FRAME}),
+                  SECRET_SUBMISSION.format(token=token))
+    assert first.status == "graded", first.message
+    time.sleep(1)  # idle: the exercise sandbox forks the next grade's child now
+    report = grade(bundle_in(tmp_path / "scan", worker, {"test_scan.py": MEMORY_SCAN}), SOLUTION)
+    assert messages(report) == {"test_scan_my_memory": "nothing"}
+
+
+# A grade's test names processes after the submission's secret; they are killed as the grade
+# ends. The next grade's child reads /proc as its tests are collected, at once.
+DEAD_NAMES = r"""import ctypes, os, re, time
+from grader.testing import visible
+
+
+def names():
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            found.add(open(f"/proc/{pid}/comm").read().strip())
+        except OSError:
+            pass
+    return found
+
+
+SEEN = names()
+time.sleep(0.3)
+SEEN |= names()
+
+
+@visible
+def test_names(student):
+    import gc
+    channel = next(o for o in gc.get_objects() if type(o).__name__ == "RemoteChannel")
+    secret = re.search("STUDENT-SECRET-([0-9a-f]{32})", channel.files["submission.py"])[1]
+    for i in range(3):
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(15, secret[i * 10:(i + 1) * 10].encode(), 0, 0, 0)  # PR_SET_NAME
+            time.sleep(300)
+            os._exit(0)
+    time.sleep(0.2)
+    assert False, "seen: " + " ".join(sorted(SEEN))
+"""
+
+
+def test_the_names_an_earlier_grades_processes_gave_themselves_are_not_seen_by_the_next(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"test_names.py": DEAD_NAMES})
+    tokens, said = [], []
+    for _ in range(3):
+        tokens.append(os.urandom(16).hex())
+        said.append(messages(grade(bundle, SECRET_SUBMISSION.format(token=tokens[-1])))["test_names"])
+    for earlier, message in zip(tokens, said[1:]):
+        assert not any(earlier[i * 10:(i + 1) * 10] in message for i in range(3)), said
+
+
 def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_grades(tmp_path, worker):
     # A call, and at once the verdicts: the worker answers the call after the suite ended.
     stale = FORGE + ("def test_asks_and_leaves(student):\n"

@@ -387,7 +387,11 @@ def read_raw_frame(fd: int, *, max_header: int, max_blob: int, deadline: float |
     head_len, blob_len = _lengths(prefix, max_header, max_blob)
     frame = bytearray(_PREFIX.size + head_len + blob_len)
     frame[:_PREFIX.size] = prefix
-    _fill(fd, memoryview(frame)[_PREFIX.size:], deadline)
+    try:
+        _fill(fd, memoryview(frame)[_PREFIX.size:], deadline)
+    except BaseException:
+        wipe(frame)  # what did arrive of a frame never finished is a grade's all the same
+        raise
     return frame
 
 

@@ -314,11 +314,23 @@ def _wait(pid: int, pidfd: int, seconds: float = 5.0) -> None:
         select.select([pidfd], [], [], 0.02)
 
 
+def _gone(seconds: float = 2.0) -> None:
+    """Until every process the sweep killed is reaped: a dead one's /proc entry (the name
+    it gave itself, its state) would still be read by the next child, which collects its
+    tests as soon as it is forked and shares the sandbox's PIDs."""
+    deadline = time.monotonic() + seconds
+    while walls.dying and time.monotonic() < deadline:
+        walls.forget_reaped()
+        if walls.dying:
+            time.sleep(0.002)
+
+
 def _end_grade(pid: int) -> None:
     """Nothing of the grade survives it: every other process of the sandbox ends (its
     files lived in the child's private /tmp); unsandboxed, its session and its folder."""
     if IN_SANDBOX:
         walls.sweep(set())
+        _gone()
         return
     try:
         os.killpg(pid, signal.SIGKILL)
