@@ -364,3 +364,26 @@ def test_submissions_that_make_no_call_leave_the_next_ones_calls_answered_in_tur
     assert call(sandbox, "def f():\n    return 3\n").value == 3
     sandbox.reset()
     assert call(sandbox, "def f():\n    return 4\n").value == 4
+
+
+MEMFD_HOARD = """import os
+
+
+def f():
+    held = []
+    for _ in range(40):  # 600 MiB, never mapped: only the cgroup's bound sees it
+        fd = os.memfd_create("hoard")
+        os.write(fd, b"x" * (15 << 20))
+        held.append(fd)
+    return len(held)
+"""
+
+
+def test_the_first_call_after_a_submission_ended_is_held_to_its_own_memory_bound(sandbox):
+    """The reset's word, read as the next submission's first call begins, puts back the
+    idle bound: read after that call set its own, it lifted the call's to the idle one."""
+    assert call(sandbox, "def f():\n    return 1\n").value == 1
+    sandbox.reset()
+    out = sandbox.call({"submission.py": MEMFD_HOARD}, "f", [], {},
+                       limits=Limits(timeout=10, memory_bytes=128 << 20, tmp_bytes=16 << 20))
+    assert out.kind == "memory", (out.kind, out.detail, out.value)

@@ -71,12 +71,7 @@ class Sandbox(WarmProcess):
 
     def _request(self, header: dict, blob: bytes = b"", *, timeout: float,
                  max_blob: int = 0) -> tuple[dict, bytes]:
-        self.start()
-        try:
-            self._reset_done()
-        except (OSError, wire.WireError) as exc:
-            self.failed(exc)  # the last submission's end went wrong: a fresh one for this request
-            self.start()
+        self._settle()
         try:
             deadline = time.monotonic() + timeout
             self.send(header, blob, deadline=deadline)
@@ -99,6 +94,16 @@ class Sandbox(WarmProcess):
             except (OSError, wire.WireError) as exc:
                 self.failed(exc)
 
+    def _settle(self) -> None:
+        """Started, and the last reset's word read (which sets the idle memory bound: so
+        before a call sets its own)."""
+        self.start()
+        try:
+            self._reset_done()
+        except (OSError, wire.WireError) as exc:
+            self.failed(exc)  # the last submission's end went wrong: a fresh one for this request
+            self.start()
+
     def _reset_done(self) -> None:
         if not self._resetting:
             return
@@ -117,7 +122,7 @@ class Sandbox(WarmProcess):
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
              block: tuple[str, ...] = ()) -> CallOutcome:
         """One call of ``function``, within what the sandbox's cgroup lets it add."""
-        self.start()
+        self._settle()
         try:
             ooms = self._bound_memory(limits)
         except OSError as exc:
