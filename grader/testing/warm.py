@@ -80,7 +80,8 @@ def main() -> None:
             spare = spare or _Child()
             spare.bundle = header.get("bundle")
             if not _to_child(spare, blob):
-                spare.bundle = _BROKEN  # a grade for it finds out how it ended
+                _discard(spare)  # its grade is then answered as unprepared
+                spare = None
         elif op == "grade":
             child, spare = spare, None
             if child is None or child.bundle is None or child.bundle != header.get("bundle"):
@@ -174,22 +175,11 @@ class _Child:
         self.bundle = None  # what the worker named the exercise it prepares, once it does
 
 
-_BROKEN = object()  # a spare that would not read its exercise: no grade is its
-
-
 def _discard(child: _Child) -> None:
-    """A spare no grade will use (another exercise's, or broken): ended, with all it
-    started, as a grade's child is."""
-    for fd in (child.req_w, child.res_r):
-        os.close(fd)
-    with walls.as_child_user():
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _wait(child.pid, child.pidfd)
-    os.close(child.pidfd)
-    _end_grade(child.pid)
+    """A spare no grade will use (another exercise's, or one that would not read its
+    exercise): ended, with all it started, as a grade's child is."""
+    _kill(child)
+    _reap(child)
 
 
 def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> None:
@@ -198,18 +188,26 @@ def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> No
     try:
         status = _relay(request, requests, replies, child)
     finally:
-        for fd in (child.req_w, child.res_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        with walls.as_child_user():
-            try:
-                os.kill(child.pid, signal.SIGKILL)  # done, or it broke the protocol
-            except ProcessLookupError:
-                pass
+        _kill(child)  # done, or it broke the protocol
     # As soon as its frames are through: its teardown and the sweep overlap the worker's work.
     wire.write_frame(replies, {"event": "ended", **status})
+    _reap(child)
+
+
+def _kill(child: _Child) -> None:
+    for fd in (child.req_w, child.res_r):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    with walls.as_child_user():
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _reap(child: _Child) -> None:
     if not child.reaped:
         _wait(child.pid, child.pidfd)
     os.close(child.pidfd)
