@@ -49,6 +49,10 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     walls.become_sandbox_user(calls_mount_proc=True)
 
+    # No collection while torch loads: its import makes hundreds of thousands of objects
+    # and none is garbage; the cycle collector walking them again and again cost a tenth
+    # of the warm process's start (bench/sandbox_start.py).
+    gc.disable()
     import torch  # noqa: F401  (the point of being warm)
     from . import blocking, seccomp, wire, witness  # noqa: F401  (here, not compiled afresh in every child)
     seccomp.compiled()  # once, here, for every child
@@ -58,6 +62,7 @@ def main() -> None:
     # walk (and so copy, page by page) the whole inherited heap.
     gc.collect()
     gc.freeze()
+    gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
                                "uid": os.getuid()})
