@@ -135,29 +135,67 @@ def _emptied(url: str, tables: list[str], sequences: list[str]) -> None:
                 conn.execute(f"SELECT setval('\"{sequence}\"', 1, false)")
 
 
+@pytest.fixture(scope="session")
+def sqlite_database(sqlite_template, tmp_path_factory):
+    """This test process's SQLite file, copied from the template once; each test empties
+    it (see ``_emptied_sqlite``), so that one engine serves every test and the statements it
+    compiled stay compiled (a new engine per test compiled each again: a tenth of a test's
+    time)."""
+    import sqlite3
+
+    path = tmp_path_factory.mktemp("sqlite") / "grader.db"
+    shutil.copyfile(sqlite_template, path)
+    path.chmod(0o600)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND name <> 'alembic_version'")]
+    return f"sqlite:///{path}", path, tables
+
+
+def _emptied_sqlite(path: Path, tables: list[str]) -> None:
+    """The file as the template left it: every row of every table gone, ids counting from 1."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
+        conn.execute("PRAGMA foreign_keys=OFF")  # no foreign-key order to follow
+        with conn:
+            for table in tables:
+                conn.execute(f'DELETE FROM "{table}"')
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+                conn.execute("DELETE FROM sqlite_sequence")
+
+
+def _no_worker_left() -> None:
+    """A worker an earlier test started and did not stop is killed before the database it
+    used is handed to the next test."""
+    from tests.live import _workers
+
+    for process in _workers:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    """A fresh database at the newest migration: a copy of a migrated SQLite file, or this
-    test process's PostgreSQL database, emptied."""
+def database_url(request):
+    """A database at the newest migration with nothing in it: this test process's SQLite
+    file or PostgreSQL database, emptied."""
     from grader import db
     from grader.web import headers
 
+    _no_worker_left()
     if request.param == "sqlite":
-        path = tmp_path / "grader.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        path.chmod(0o600)
-        url = f"sqlite:///{path}"
-        yield url
-        db.release(url)  # its engine, and the statements it compiled, with the file
-        headers._origins.pop(url, None)
-        return
-    url, tables, sequences = request.getfixturevalue("postgres_database")
-    _emptied(url, tables, sequences)
+        url, path, tables = request.getfixturevalue("sqlite_database")
+        _emptied_sqlite(path, tables)
+    else:
+        url, tables, sequences = request.getfixturevalue("postgres_database")
+        _emptied(url, tables, sequences)
     headers._origins.pop(url, None)  # what the service remembers of this database (a minute) is of the last test
     try:
         yield url
     finally:
-        db.engine_for(url).dispose()  # no pooled connection outlives the test
+        db.engine_for(url).dispose()  # no pooled connection outlives the test; its compiled statements do
 
 
 @pytest.fixture
@@ -335,6 +373,23 @@ def pytest_collection_modifyitems(items):
             item.add_marker("db")
         if on_postgresql:
             item.add_marker("postgresql")
+    _longest_modules_first(items)
+
+
+# Seconds a test of each kind takes, roughly, on two cores (its first marker found here).
+_EXPECTED_S = {"worker": 12.0, "browser": 8.0, "slow": 5.0, "sandbox": 1.0}
+
+
+def _longest_modules_first(items) -> None:
+    """The modules whose tests take longest run first, each module's tests in their own order.
+    Test processes take the queue from its front, and an idle one takes the back half of a
+    busy one's: the run then ends on short tests, rather than on one process finishing a
+    minute-long test while the other waits (as the alphabet left test_up and test_worker)."""
+    weight: dict = {}
+    for item in items:
+        cost = next((s for mark, s in _EXPECTED_S.items() if item.get_closest_marker(mark)), 0.1)
+        weight[item.module] = weight.get(item.module, 0.0) + cost
+    items.sort(key=lambda item: -weight[item.module])  # stable: each module's order is kept
 
 
 def pytest_collection_finish(session):
