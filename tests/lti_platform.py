@@ -18,6 +18,8 @@ browser runs the platform's and the tool's form-post JavaScript.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -53,6 +55,33 @@ _LAUNCH_FORM = Template(
     '<input type="hidden" name="id_token" value="{{ id_token }}">'
     '<input type="hidden" name="state" value="{{ state }}"></form>'
     '<script>document.getElementById("launch").submit();</script>')
+
+
+@functools.lru_cache(maxsize=64)
+def _jwk_json(pem: str) -> str:
+    return json.dumps(Registration.get_jwk(pem))
+
+
+@functools.lru_cache(maxsize=64)
+def _private_key(pem: str):
+    return serialization.load_pem_private_key(pem.encode(), password=None)
+
+
+class _Registration(Registration):
+    """lti1p3platform's registration, reading each key once rather than at every launch and
+    token (parsing and checking a PEM key took a tenth of the fast loop's LTI tests)."""
+
+    def get_platform_private_key(self):
+        pem = super().get_platform_private_key()
+        return _private_key(pem) if pem else None  # PyJWT signs with a key object as with its PEM
+
+    def get_kid(self):
+        public = self.get_platform_public_key()
+        return json.loads(_jwk_json(public))["kid"] if public else None
+
+    def get_jwks(self):
+        public = self.get_platform_public_key()
+        return [json.loads(_jwk_json(public))] if public else []
 
 
 def rsa_pair() -> tuple[str, str]:
@@ -166,7 +195,7 @@ class Platform:
     # ---------------------------------------------------------------- lti1p3platform wiring
 
     def registration(self) -> Registration:
-        return (Registration().set_iss(self.issuer).set_client_id(self.client_id)
+        return (_Registration().set_iss(self.issuer).set_client_id(self.client_id)
                 .set_deployment_id(self.deployment_id)
                 .set_oidc_login_url(f"{self.tool_url}/lti/login").set_launch_url(f"{self.tool_url}/lti/launch")
                 .set_deeplink_launch_url(f"{self.tool_url}/lti/launch")
