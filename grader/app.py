@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from grader import api, web
+from grader.accounts import users
 from grader.api.views import error_response
 from grader.catalog import uploads
 from grader.extensions import babel, csrf, limiter, locale
@@ -73,6 +74,7 @@ def create_app(config: dict | None = None, *, using: Settings | None = None) -> 
         # a SameSite=None cookie (which must be Secure) comes along.
         app.config.update(SESSION_COOKIE_SECURE=True, SESSION_COOKIE_SAMESITE="None")
     app.config.update(config or {})
+    users.nobodys_hash()  # before the first sign-in, which must not take longer for it
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = defaults.secret_key or _instance_secret(defaults.instance_dir)
 

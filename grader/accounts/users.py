@@ -6,6 +6,7 @@ sign in through their platform, never with the form.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 import secrets
@@ -25,9 +26,15 @@ MIN_PASSWORD = 8
 # whatever the cost was when it was made.
 PASSWORD_METHOD = "scrypt:32768:8:1"
 _EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$")
-# Compared against when the email is unknown, so that a wrong email costs as long as
-# a wrong password and the timing does not tell which accounts exist.
-_NOBODY = generate_password_hash("not anybody's password", PASSWORD_METHOD)
+
+
+@functools.cache
+def nobodys_hash() -> str:
+    """Compared against when the email is unknown, so that a wrong email costs as long as a
+    wrong password and the timing does not tell which accounts exist. Made once per process,
+    when the web app is made (not at import: a worker or a command never signs anyone in, and
+    the hash costs a tenth of a second of CPU)."""
+    return generate_password_hash("not anybody's password", PASSWORD_METHOD)
 
 
 class AccountError(Refused):
@@ -104,7 +111,7 @@ def authenticate(session: Session, email: str, password: str) -> User | None:
     plausible = len(email) <= 320 and not any(ord(c) < 32 or ord(c) == 127 for c in email)
     user = session.scalar(select(User).where(User.email == email)) if plausible else None
     if user is None or not user.password_hash:
-        check_password_hash(_NOBODY, password)
+        check_password_hash(nobodys_hash(), password)
         return None
     return user if check_password_hash(user.password_hash, password) else None
 
