@@ -171,9 +171,9 @@ def sqlite_database(sqlite_template, tmp_path_factory):
     shutil.copyfile(sqlite_template, path)
     path.chmod(0o600)
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "AND name <> 'alembic_version'")]
+        tables = [row[0] for row in conn.execute(  # sqlite_sequence: where AUTOINCREMENT ids count
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'alembic_version' "
+            "AND (name NOT LIKE 'sqlite_%' OR name = 'sqlite_sequence')")]
     return f"sqlite:///{path}", path, tables
 
 
@@ -186,8 +186,6 @@ def _emptied_sqlite(path: Path, tables: list[str]) -> None:
         with conn:
             for table in tables:
                 conn.execute(f'DELETE FROM "{table}"')
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
-                conn.execute("DELETE FROM sqlite_sequence")
 
 
 def _no_worker_left() -> None:

@@ -220,7 +220,7 @@ class Platform:
 
     @property
     def kid(self) -> str:
-        return Registration.get_jwk(self.public_key)["kid"]
+        return json.loads(_jwk_json(self.public_key))["kid"]
 
     def tool_registration(self) -> dict:
         """What an administrator types into the tool's platform form."""
