@@ -191,10 +191,11 @@ def _emptied_sqlite(path: Path, tables: list[str]) -> None:
 def _no_worker_left() -> None:
     """A worker an earlier test started and did not stop is killed before the database it
     used is handed to the next test."""
-    from tests.live import _workers
+    from tests.live import _workers, end_shared_workers, is_kept
 
+    end_shared_workers(all_of_them=False)  # those lent to a test that never gave them back
     for process in _workers:
-        if process.poll() is None:
+        if process.poll() is None and not is_kept(process):
             process.kill()
             process.wait()
 
@@ -239,6 +240,9 @@ def redis_url(tmp_path_factory):
     server = PrivateRedis(tmp_path_factory.mktemp("redis-server") / "data")
     server.start()
     yield server.url
+    from tests.live import end_shared_workers
+
+    end_shared_workers(all_of_them=True)  # while the Redis they take from is still there
     server.stop()
 
 

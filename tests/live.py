@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -43,7 +47,179 @@ def start_worker(tmp_path: Path, name: str, *, queues: str = "cpu", env: dict | 
     return process
 
 
+# ------------------------------------------------------------------ workers lent from test to test
+
+# A worker costs about six seconds of CPU to start (Celery, torch, two warm sandboxes), and
+# most worker tests start one alike: the same queues, the same environment. Such a worker
+# is started once per test process and lent to each test that asks for the same one. Between
+# tests it is stopped (SIGSTOP) with no task of its own left, so it takes nothing of the
+# tests in between, and says nothing in Redis; each test still gets an empty database and
+# Redis. A worker that was not given back idle (a test failed, a task still ran) is ended.
+
+@dataclasses.dataclass
+class _Shared:
+    process: subprocess.Popen
+    log: Path
+    hostname: str
+    redis_url: str
+    queues: tuple[str, ...]
+    lent_at: int = 0  # where the log stood when the worker was last lent
+    lent: bool = True
+    # The queues' bindings to their exchanges, as the worker left them: it declared each
+    # once and routes the tasks it sends by them, and each test's Redis starts empty.
+    bindings: dict[bytes, set[bytes]] = dataclasses.field(default_factory=dict)
+
+
+_shared: dict[tuple, _Shared] = {}
+_IDLE_KEPT = 3  # workers kept stopped per test process; the least recently lent goes first
+_TASK_EVENT = re.compile(r"Task [\w.]+\[([0-9a-f-]{36})\] (\w+)")
+
+
+def shared_worker(tmp_path: Path, name: str = "worker", *, queues: str = "cpu",
+                  env: dict | None = None) -> subprocess.Popen:
+    """A ready worker as `start_worker` gives, lent by this test process to each test that
+    asks for one with the same name, queues and environment; `stop` gives it back. Its log
+    is `tmp_path`/name.log too (a link to the worker's one log)."""
+    environment = {**os.environ, **(env or {})}
+    redis_url = environment.get("GRADER_REDIS_URL", "")
+    key = (name, queues, tuple(sorted((k, v) for k, v in environment.items() if not k.startswith("PYTEST_"))))
+    if not redis_url or environment.get("GRADER_LOG_FORMAT") == "json":  # its log is read as text
+        return start_worker(tmp_path, name, queues=queues, env=env)
+    shared = _shared.get(key)
+    if shared is not None and shared.lent:  # a second one at once: the test's own
+        return start_worker(tmp_path, name, queues=queues, env=env)
+    if shared is not None and shared.process.poll() is not None:
+        _end(key)
+        shared = None
+    link = tmp_path / f"{name}.log"
+    link.unlink(missing_ok=True)
+    if shared is None:
+        # Its log outlives the test's folder: in the test process's own, beside the tests' folders.
+        folder = Path(tempfile.mkdtemp(prefix="kept-worker-", dir=tmp_path.parent))
+        process = start_worker(folder, name, queues=queues, env=env)
+        _shared[key] = _Shared(process, folder / f"{name}.log", f"{name}@{socket.gethostname()}", redis_url,
+                               tuple(queues.split(",")))
+        link.symlink_to(folder / f"{name}.log")
+        return process
+    _shared[key] = _shared.pop(key)  # the most recently lent last
+    link.symlink_to(shared.log)
+    shared.lent_at, shared.lent = shared.log.stat().st_size, True
+    _woken(shared)
+    return shared.process
+
+
+def _woken(shared: _Shared) -> None:
+    """The worker going on, with its bindings back, once it says in Redis again that it is
+    up (as a new one has once ready): its heartbeat thread, woken, says so at once."""
+    import redis as redis_py
+
+    with redis_py.Redis.from_url(shared.redis_url) as client:
+        for key, members in shared.bindings.items():
+            client.sadd(key, *members)
+        shared.process.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while not client.hexists("grader:workers", shared.hostname):
+            assert shared.process.poll() is None and time.monotonic() < deadline, \
+                shared.log.read_text()[-3000:]
+            time.sleep(0.01)
+
+
+def _pending_tasks(shared: _Shared) -> set[str]:
+    """The tasks the worker received since it was lent and has not finished (held for a
+    countdown, or running)."""
+    with open(shared.log, "rb") as log:
+        log.seek(shared.lent_at)
+        text = log.read().decode(errors="replace")
+    pending = set()
+    for task_id, event in _TASK_EVENT.findall(text):
+        (pending.add if event == "received" else pending.discard)(task_id)
+    return pending
+
+
+def _give_back(key: tuple, shared: _Shared) -> None:
+    """Once every task the worker received has finished (as a warm shutdown waits for
+    them) and its queues are empty, stop it until the next test's; a worker that does not
+    come to rest within 20 s is stopped for good."""
+    import redis as redis_py
+
+    with redis_py.Redis.from_url(shared.redis_url) as client:
+        deadline, quiet = time.monotonic() + 20, 0
+        while quiet < 2:  # twice in a row: a task popped as we looked is seen the next time
+            idle = not _pending_tasks(shared) and not any(client.llen(q) for q in shared.queues)
+            quiet = quiet + 1 if idle else 0
+            if time.monotonic() > deadline or shared.process.poll() is not None:
+                _end(key)
+                return
+            time.sleep(0.05)
+        shared.process.send_signal(signal.SIGSTOP)
+        while _state(shared.process) not in ("T", None):
+            time.sleep(0.005)
+        # A BRPOP it sent before it stopped would take the next test's task into a stopped
+        # process: the server ends each at once, as if it had timed out.
+        unblocked = 1
+        while unblocked:
+            time.sleep(0.02)  # a command still on its way to the server
+            unblocked = 0
+            for line in client.client_list():
+                if "b" in line.get("flags", "") and line.get("cmd") == "brpop":
+                    unblocked += client.client_unblock(line["id"])
+        client.hdel("grader:workers", shared.hostname)
+        shared.bindings = {key: client.smembers(key) for key in client.scan_iter(b"_kombu.binding.*")}
+    shared.lent = False
+
+
+def _state(process: subprocess.Popen) -> str | None:
+    """The process's state as the kernel says (R, S, T for stopped...); None once it is gone."""
+    try:
+        return Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _end(key: tuple) -> None:
+    """End the worker: one lent and never given back at once (its test failed mid-way,
+    as one a test started and did not stop is), a stopped one as a warm shutdown does."""
+    shared = _shared.pop(key)
+    if shared.process.poll() is None:
+        if shared.lent:
+            shared.process.kill()
+            shared.process.wait()
+        else:
+            shared.process.send_signal(signal.SIGCONT)
+            _stop_for_good(shared.process)
+
+
+def end_shared_workers(*, all_of_them: bool) -> None:
+    """Between tests: end the workers lent and never given back (their test failed), and,
+    with `all_of_them`, every other."""
+    for key in [key for key, shared in _shared.items() if shared.lent or all_of_them]:
+        _end(key)
+
+
+def _fewer_kept() -> None:
+    """Past the number kept, end the stopped workers lent least recently."""
+    kept = [key for key, shared in _shared.items() if not shared.lent]
+    for key in kept[:max(0, len(kept) - _IDLE_KEPT)]:
+        _end(key)
+
+
+def is_kept(process: subprocess.Popen) -> bool:
+    """Whether the process is a worker kept stopped between tests."""
+    return any(shared.process is process and not shared.lent for shared in _shared.values())
+
+
 def stop(process: subprocess.Popen) -> None:
+    """Stop a worker as a warm shutdown does; one lent by `shared_worker` is given back."""
+    for key, shared in _shared.items():
+        if shared.process is process:
+            if shared.lent:
+                _give_back(key, shared)
+                _fewer_kept()
+            return
+    _stop_for_good(process)
+
+
+def _stop_for_good(process: subprocess.Popen) -> None:
     process.terminate()
     try:
         process.wait(20)

@@ -11,7 +11,7 @@ import pytest
 from grader import db
 from grader.accounts import users
 from tests.forms import sign_in_page as sign_in
-from tests.live import publish_basics, serve, start_worker, stop
+from tests.live import publish_basics, serve, shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -46,7 +46,7 @@ def live_site(app, database_url, monkeypatch, tmp_path):
     publish_basics(database_url)
     with db.transaction(database_url) as session:
         users.create_user(session, email="ada@example.org", password="correct horse", name="Ada")
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         with serve(app) as url:
             yield url

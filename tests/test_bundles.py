@@ -24,7 +24,7 @@ from grader.catalog.models import Exercise, Upload
 from grader.cli import main
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
-from tests.live import start_worker, stop
+from tests.live import shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -144,7 +144,7 @@ def test_an_uploaded_bundle_is_checked_on_a_worker_published_and_graded_with(pub
     (broken_folder / "solution.py").write_text((BASICS / "mutants" / "forgot_factor.py").read_text())
     broken = uploads.pack(broken_folder)
 
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         accepted = upload(client, good)
         assert accepted.status_code == 303

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.web import client
-from tests.live import serve, start_worker, stop
+from tests.live import serve, shared_worker, stop
 from tests.test_notebooks import MISTYPED, SOLUTION
 from tests.test_practice import WRONG
 from tests.test_tokens import new_token
@@ -28,7 +28,7 @@ on_sqlite = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  
 def service(site, database_url, redis, tmp_path, monkeypatch):
     """The site over HTTP and a worker grading its queue."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    worker = start_worker(tmp_path, "client-worker")
+    worker = shared_worker(tmp_path, "client-worker")
     with serve(site) as url:
         yield url
     stop(worker)

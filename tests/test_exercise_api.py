@@ -23,7 +23,7 @@ from grader.accounts import keys
 from grader.catalog import uploads
 from grader.catalog.models import Exercise, Upload
 from grader.cli import main
-from tests.live import serve, start_worker, stop
+from tests.live import serve, shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -239,7 +239,7 @@ def test_grader_exercise_push_publishes_through_the_running_service(app, catalog
     token, stranger = key(), key("exercises:read")
     staff = key("courses:write", "submissions:write", "submissions:read")
     push = ["exercise", "push", "--url"]
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         with serve(app) as url:
             first = CliRunner().invoke(main, [*push, url, str(bundle_folder(tmp_path))],

@@ -20,7 +20,7 @@ from grader.accounts.models import User
 from grader.courses.models import Assignment, Course, CourseExercise, CourseMember
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiResourceLink, LtiScorePost
 from tests.forms import sign_in
-from tests.live import start_worker, stop
+from tests.live import shared_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, Pending, Platform, follow_forms, forms, rsa_pair
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 
@@ -58,7 +58,7 @@ def submit_and_wait(browser, page, lms: Platform, tmp_path, scores: int = 1) -> 
 # ------------------------------------------------------------------ the whole way
 
 def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_gradebook(lms, service, tmp_path):
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         browser = requests.Session()
         page = launch(lms, student(), browser)
@@ -84,7 +84,7 @@ def test_a_student_launched_from_the_lms_submits_and_the_score_reaches_the_grade
 
 
 def test_a_placement_without_a_line_item_gets_one_created_on_the_first_grade(lms, service, tmp_path):
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         browser = requests.Session()
         page = launch(lms, student(lineitem=False), browser)
@@ -112,7 +112,7 @@ def test_a_placement_without_a_line_item_gets_one_created_on_the_first_grade(lms
 def test_the_score_task_retries_an_lms_that_fails_and_keeps_each_attempt(lms, service, tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.5")
     lms.fail_scores = 2
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         browser = requests.Session()
         page = launch(lms, student(), browser)
@@ -393,7 +393,7 @@ def _assignment_in_lms_course(lms, service) -> int:
 
 def test_an_assignment_link_sends_the_late_adjusted_score_that_counts(lms, service, tmp_path):
     assignment_id = _assignment_in_lms_course(lms, service)
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         browser = requests.Session()
         page = launch(lms, student(custom={"assignment": str(assignment_id)}, resource_link="link-2"), browser)

@@ -23,7 +23,7 @@ from grader.lti import tasks as lti_tasks
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiScorePost
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, send_task
-from tests.live import publish_basics, start_worker, stop
+from tests.live import publish_basics, shared_worker, start_worker, stop
 from tests.lti_platform import INSTRUCTOR, Pending, Platform
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 from tests.test_lti import launch, student, submit_and_wait
@@ -119,7 +119,7 @@ def test_a_held_grade_reaches_the_lms_as_pending_and_the_score_that_counts_goes_
     due = _due()
     assignment_id = _held_assignment(lms, service, due)
     browser, page = _opened(lms, assignment_id, "student-1")
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         submit_and_wait(browser, page, lms, tmp_path)
         assert _pending(lms.scores[0], "student-1"), lms.scores
@@ -158,7 +158,7 @@ def test_an_extended_students_score_waits_for_their_own_due_date(lms, service, t
     due = _due()
     extended_to = due + DAY
     assignment_id = _held_assignment(lms, service, due)
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         for graded, sub in enumerate(("student-1", "student-2"), start=1):
             browser, page = _opened(lms, assignment_id, sub)
@@ -196,7 +196,7 @@ def test_a_score_set_by_hand_with_no_grade_is_held_too(lms, service, tmp_path):
     due = _due()
     assignment_id = _held_assignment(lms, service, due)
     _opened(lms, assignment_id, "student-1")  # launched, never submitted
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         _by_staff(service, assignment_id, "student-1", score=5)
         _wait_scores(lms, 1)

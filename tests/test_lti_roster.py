@@ -29,7 +29,7 @@ from grader.lti.platforms import as_platform
 from grader.lti.tool import KeyPair, ServiceError, fetch_members
 from grader.submissions.models import Submission
 from tests.forms import csrf_over_http
-from tests.live import start_worker, stop
+from tests.live import shared_worker, stop
 from tests.lti_platform import INSTRUCTOR, LEARNER, TEACHING_ASSISTANT, Pending, Platform, forms, member
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 from tests.test_lti import ROOT, SOLUTION, launch, submit_and_wait
@@ -210,7 +210,7 @@ def test_a_platform_failing_leaves_the_roster_as_it_was_and_says_why(lms, servic
 @SQLITE_ONLY
 def test_only_the_courses_instructor_syncs_it_from_the_course_page(lms, service, tmp_path):
     lms.roster = ROSTER + [member("ta-1", [TEACHING_ASSISTANT])]
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         teacher = requests.Session()
         course_id = _lms_course(lms, service, teacher)  # its first launch: the roster is read once
@@ -273,7 +273,7 @@ def test_a_launch_syncs_the_roster_once_a_day(lms, service, redis, tmp_path):
     course_id = _lms_course(lms, service)
     assert launch(lms, Pending(user="student-1", roles=[LEARNER], nrps=True, resource_link="link-0")).ok
     assert queued() == [("grader.lti.sync_roster", [course_id])]  # two launches, one sync
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         _wait(lambda: _roster_row(service).synced_at is not None, what="the queued sync never ran")
     finally:
@@ -351,7 +351,7 @@ def test_a_score_set_by_hand_reaches_the_lms_for_a_student_who_never_launched(lm
     with db.transaction(service) as session:
         course_id = session.get(Assignment, assignment_id).course_id
     roster.sync(course_id)  # student-2 and student-8: members who never launched
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         _set_by_staff(service, assignment_id, "student-8", extra_attempts=1)  # what counts is still nothing
         _set_by_staff(service, assignment_id, "student-2", score=5)
@@ -380,7 +380,7 @@ def test_a_score_set_by_hand_reaches_the_lms_for_a_student_who_never_launched(lm
 def test_the_deliveries_page_shows_a_score_set_by_hand_without_a_submission(lms, service, tmp_path):
     lms.roster = ROSTER
     assignment_id = _assignment_with_a_launched_link(lms, service)
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         _set_by_staff(service, assignment_id, "student-1", score=4)  # launched, never submitted
         _wait(lambda: lms.scores, what=f"no score reached the LMS: {lms.errors}")
@@ -401,7 +401,7 @@ def test_the_deliveries_page_shows_a_score_set_by_hand_without_a_submission(lms,
 def test_a_score_set_by_hand_for_a_student_with_a_grade_goes_with_the_grade_as_before(lms, service, tmp_path):
     lms.roster = ROSTER  # the first launch's sync runs once the worker starts
     assignment_id = _assignment_with_a_launched_link(lms, service)
-    worker = start_worker(tmp_path, "worker")
+    worker = shared_worker(tmp_path)
     try:
         browser = requests.Session()
         page = launch(lms, Pending(user="student-1", roles=[LEARNER], nrps=True, resource_link="link-2"), browser)

@@ -17,7 +17,7 @@ from grader.engine import grade
 from grader.submissions import SubmissionError
 from grader.submissions import practice as runs
 from grader.submissions.models import PracticeRun, Submission
-from tests.live import start_worker, stop
+from tests.live import shared_worker, stop
 from tests.test_api import GOOD_SOURCE, assert_error, auth, make_key, queued_messages  # noqa: F401  (fixtures)
 from tests.forms import sign_in, token
 from tests.test_web import ada, site  # noqa: F401  (fixtures too)
@@ -126,7 +126,7 @@ def test_a_practice_run_for_an_assignment_uses_no_attempt_and_needs_membership(b
 @pytest.fixture
 def worker(database_url, redis, tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    process = start_worker(tmp_path, "worker")
+    process = shared_worker(tmp_path)
     yield process
     stop(process)
 

@@ -16,7 +16,7 @@ from flask import Flask, request
 from grader import db
 from grader.accounts import keys
 from grader.webhooks import WebhookDelivery, sign, verify
-from tests.live import publish_basics, serve, start_worker, stop
+from tests.live import publish_basics, serve, shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
@@ -74,7 +74,7 @@ def test_a_graded_submission_is_delivered_signed_and_retried_after_a_failure(cli
         assert registered.status_code == 201, registered.get_json()
         receiver.secret = registered.get_json()["secret"]
         assert receiver.secret.startswith("whsec_") and registered.get_json()["events"] == ["submission.completed"]
-        worker = start_worker(tmp_path, "worker")
+        worker = shared_worker(tmp_path)
         try:
             created = client.post("/api/v1/submissions", headers=api_key,
                                   json={"exercise": "autograd-basics", "source": SOLUTION, "user": "s-1"})
@@ -163,7 +163,7 @@ def test_a_submission_that_could_not_be_graded_is_delivered_too(client, api_key,
                               json={"exercise": "autograd-basics", "source": SOLUTION, "user": "s-3"}).get_json()
         with db.transaction(service) as session:  # as if every attempt had been lost already
             session.get(Submission, created["id"]).attempts = MAX_ATTEMPTS
-        worker = start_worker(tmp_path, "worker")
+        worker = shared_worker(tmp_path)
         try:
             deadline = time.monotonic() + 60
             while not receiver.received and time.monotonic() < deadline:

@@ -13,7 +13,7 @@ from grader import db, submissions
 from grader.accounts.models import User
 from grader.db import now
 from grader.submissions.models import Submission
-from tests.live import publish_basics, start_worker, stop, wait_until_done, wait_until_grading
+from tests.live import publish_basics, shared_worker, start_worker, stop, wait_until_done, wait_until_grading
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -32,7 +32,7 @@ def service(database_url, redis, monkeypatch):
 
 @pytest.fixture
 def worker(service, tmp_path):
-    process = start_worker(tmp_path, "worker")
+    process = shared_worker(tmp_path)
     yield process
     stop(process)
 
@@ -61,6 +61,25 @@ def test_a_committed_submission_is_graded_by_a_worker_and_its_report_stored(serv
     mistaken = finished(service, wrong)
     assert mistaken.score == 0 and mistaken.status == "graded"
     assert any("accumulate" in (t["hint"] or "") for t in mistaken.report["tests"])
+
+
+def test_a_worker_kept_between_tests_takes_no_task_until_it_is_lent_again(service, redis, tmp_path):
+    """What the tests' workers lent from test to test (tests/live.py) rest on: one given
+    back takes nothing of the tests in between, not even after longer than a BRPOP
+    waits, and nothing says it is up; lent again, it grades."""
+    worker = shared_worker(tmp_path)
+    stop(worker)
+    submission_id = submit(service, (BASICS / "solution.py").read_text())
+    time.sleep(1.5)
+    assert redis.llen("cpu") == 1
+    with db.transaction(service) as session:
+        row = session.get(Submission, submission_id)
+        assert row.status == "queued" and submissions.delayed(row)  # the page: no worker is up
+    again = shared_worker(tmp_path)
+    try:
+        assert again is worker and finished(service, submission_id).score == 6
+    finally:
+        stop(again)
 
 
 def test_a_task_delivered_twice_grades_once(service, worker):

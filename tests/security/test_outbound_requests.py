@@ -22,7 +22,7 @@ from flask import Flask
 from grader import db
 from grader.accounts import keys
 from grader.webhooks import ApiSubmission, Webhook, WebhookDelivery
-from tests.live import publish_basics, serve, start_worker, stop
+from tests.live import publish_basics, serve, shared_worker, start_worker, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "exercises" / "autograd-basics" / "solution.py").read_text()
@@ -114,7 +114,7 @@ def test_a_backslash_url_is_refused_at_registration_and_never_delivered(service,
         # A row registered before the check existed is refused when it is delivered.
         with db.transaction(database_url) as session:
             session.add(Webhook(api_key_id=key_id, url=sneaky, secret="whsec_x", active=True))
-        worker = start_worker(tmp_path, "worker")
+        worker = shared_worker(tmp_path)
         try:
             created = requests.post(f"{service}/api/v1/submissions", headers=headers, timeout=30, json={
                 "exercise": "autograd-basics", "source": SOLUTION, "user": "s-1"})
