@@ -292,6 +292,31 @@ def test_the_next_grade_finds_its_exercises_tests_collected_before_its_submissio
         pytest.fail("every grade's tests were collected only after its submission arrived")
 
 
+def test_a_warm_process_lost_just_after_a_grade_leaves_that_grades_verdicts_standing(
+        tmp_path, worker, monkeypatch):
+    """Once a grade has its verdicts, the worker sends the exercise ahead for the next
+    grade; a warm process gone by then is the next grade's to start again, never this
+    grade's failure."""
+    bundle = bundle_in(tmp_path, worker, {"test_a.py": OK_TEST})
+    grade(bundle, SOLUTION)  # and the next grade's spare is prepared
+    prepare, lost = exercise_sandbox.ExerciseSandbox._prepare, []
+
+    def gone_first(self, *args):
+        if not lost:  # the one after the grade below: its own spare was prepared before it
+            lost.append(self._proc.pid)
+            if self.cgroup is not None:
+                self.cgroup.kill()
+            self._proc.kill()
+            self._proc.wait()
+        return prepare(self, *args)
+
+    monkeypatch.setattr(exercise_sandbox.ExerciseSandbox, "_prepare", gone_first)
+    report = grade(bundle, SOLUTION)
+    assert lost and [t.passed for t in report.tests] == [True], report.message
+    assert [t.passed for t in grade(bundle, SOLUTION).tests] == [True]
+    assert grading.exercise_sandbox()._proc.pid != lost[0]  # started again, for the grade after
+
+
 def test_a_spare_collected_for_one_exercise_never_grades_another(tmp_path, worker):
     one = bundle_in(tmp_path / "one", worker, {"test_a.py": OK_TEST})
     other = bundle_in(tmp_path / "other", worker, {"test_a.py": OK_TEST.replace("pass", "assert False, 'other'")})

@@ -78,7 +78,7 @@ class ExerciseSandbox(WarmProcess):
         key = protocol.exercise_key(listing, tests, **exercise)
         self.start()
         deadline = time.monotonic() + seconds
-        ooms = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
+        ooms = self.memory_mark()
         try:
             if self._prepared != key:
                 self._prepare(key, listing, tests, exercise, deadline)
@@ -87,9 +87,6 @@ class ExerciseSandbox(WarmProcess):
             self.send({"op": "grade", "bundle": key},
                       *protocol.grade_parts(source, device=device, visible_only=visible_only), deadline=deadline)
             run = self._follow(deadline, on_call, on_progress, ooms)
-            # The next grade is most likely of this exercise again: its child collects now.
-            self._prepare(key, listing, tests, exercise, time.monotonic() + 10)
-            return run
         except wire.FrameTimeout:
             self.close()
             raise SuiteFailure("exercise", f"the exercise's tests did not finish within {seconds:g} s") from None
@@ -105,10 +102,20 @@ class ExerciseSandbox(WarmProcess):
         except BaseException:
             self.close()  # mid-grade: its next frame must never be read as the next grade's
             raise
+        # The next grade is most likely of this exercise again: its child collects now. A
+        # warm process that cannot take it is ended, and this grade's verdicts stand.
+        try:
+            self._prepare(key, listing, tests, exercise, time.monotonic() + 10)
+        except (OSError, wire.WireError) as exc:
+            self.failed(exc)
+        except BaseException:
+            self.close()
+            raise
+        return run
 
     def _prepare(self, key: str, listing: list, tests: bytes, exercise: dict, deadline: float) -> None:
         """A spare child of the warm process takes the exercise's tests and collects them."""
-        self._ooms_since_prepared = self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
+        self._ooms_since_prepared = self.memory_mark()
         self.send({"op": "prepare", "bundle": key}, *protocol.exercise_parts(listing, tests, **exercise),
                   deadline=deadline)
         self._prepared = key

@@ -190,6 +190,11 @@ class WarmProcess:
         return wire.read_frame(self._proc.stdout.fileno(), max_header=max_header, max_blob=max_blob,
                                deadline=deadline)
 
+    def memory_mark(self) -> tuple[int, int]:
+        """The sandbox's counters of memory kills now, to tell later whether one happened
+        since ((0, 0) where it has no cgroup)."""
+        return self.cgroup.memory_mark() if self.cgroup is not None else (0, 0)
+
     def failed(self, exc: Exception) -> None:
         """The warm process broke the protocol or died: end it; the next request starts anew."""
         time.sleep(0.05)  # let a dying warm process finish its last words
