@@ -65,6 +65,7 @@ class _Shared:
     queues: tuple[str, ...]
     lent_at: int = 0  # where the log stood when the worker was last lent
     lent: bool = True
+    settled: bool = False  # done starting its sandboxes (see _settled)
     # The queues' bindings to their exchanges, as the worker left them: it declared each
     # once and routes the tasks it sends by them, and each test's Redis starts empty.
     bindings: dict[bytes, set[bytes]] = dataclasses.field(default_factory=dict)
@@ -124,6 +125,13 @@ def _woken(shared: _Shared) -> None:
             time.sleep(0.01)
 
 
+def _settled(shared: _Shared) -> bool:
+    """Whether the worker is done starting its sandboxes ahead of the first grade: stopped
+    halfway, its wait for them would run out while it is stopped."""
+    shared.settled = shared.settled or "ahead of the first grade" in shared.log.read_text(errors="replace")
+    return shared.settled
+
+
 def _pending_tasks(shared: _Shared) -> set[str]:
     """The tasks the worker received since it was lent and has not finished (held for a
     countdown, or running)."""
@@ -145,7 +153,7 @@ def _give_back(key: tuple, shared: _Shared) -> None:
     with redis_py.Redis.from_url(shared.redis_url) as client:
         deadline, quiet = time.monotonic() + 20, 0
         while quiet < 2:  # twice in a row: a task popped as we looked is seen the next time
-            idle = not _pending_tasks(shared) and not any(client.llen(q) for q in shared.queues)
+            idle = _settled(shared) and not _pending_tasks(shared) and not any(client.llen(q) for q in shared.queues)
             quiet = quiet + 1 if idle else 0
             if time.monotonic() > deadline or shared.process.poll() is not None:
                 _end(key)

@@ -107,6 +107,10 @@ def test_a_worker_starts_both_sandboxes_before_its_first_task_and_grades_in_them
             assert time.monotonic() < deadline, ahead
             time.sleep(0.1)
         assert all(len(pids) == 1 for pids in ahead.values()), ahead
+        # The operator reads what the start cost (and tests/live.py, that the worker is settled).
+        while "the sandboxes were started ahead of the first grade in" not in (tmp_path / "worker.log").read_text():
+            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-3000:]
+            time.sleep(0.1)
         submissions.enqueue(submission_id, "any")  # only now: the sandboxes came first
         [row] = wait_until_done(database_url, [submission_id])
         assert (row.status, row.score) == ("graded", 6)
