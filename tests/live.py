@@ -72,7 +72,7 @@ class _Shared:
 
 
 _shared: dict[tuple, _Shared] = {}
-_IDLE_KEPT = 3  # workers kept stopped per test process; the least recently lent goes first
+_IDLE_KEPT = 4  # workers kept stopped per test process; the least recently lent goes first
 _TASK_EVENT = re.compile(r"Task [\w.]+\[([0-9a-f-]{36})\] (\w+)")
 
 

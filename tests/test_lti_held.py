@@ -23,7 +23,7 @@ from grader.lti import tasks as lti_tasks
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiScorePost
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, send_task
-from tests.live import publish_basics, shared_worker, start_worker, stop
+from tests.live import publish_basics, shared_worker, stop
 from tests.lti_platform import INSTRUCTOR, Pending, Platform
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 from tests.test_lti import launch, student, submit_and_wait
@@ -33,8 +33,11 @@ RELEASE_RUN = re.compile(r"grader\.lti\.release_held\[[^\]]+\] succeeded in [^:]
 
 
 def _due() -> datetime:
-    """A due date an hour ahead of the real clock (whole seconds: the LMS sees milliseconds)."""
-    return (clock.now() + timedelta(hours=1)).replace(microsecond=0)
+    """A due date an hour or more ahead of the real clock, on a whole ten minutes: the
+    tests of those ten minutes share it, and so their workers set after it are one worker
+    lent from test to test (tests/live.py)."""
+    ahead = clock.now() + timedelta(hours=1)
+    return ahead.replace(minute=ahead.minute - ahead.minute % 10, second=0, microsecond=0) + timedelta(minutes=10)
 
 
 def _held_assignment(lms: Platform, service: str, due: datetime) -> int:
@@ -95,7 +98,7 @@ def _release_run(tmp_path: Path, worker: str) -> int:
 
 
 def _worker_at(tmp_path: Path, name: str, moment: datetime):
-    return start_worker(tmp_path, name, env={"GRADER_NOW": moment.isoformat()})
+    return shared_worker(tmp_path, name, env={"GRADER_NOW": moment.isoformat()})
 
 
 def _pending(score: dict, sub: str) -> bool:
