@@ -114,12 +114,14 @@ def _woken(shared: _Shared) -> None:
     up (as a new one has once ready): its heartbeat thread, woken, says so at once."""
     import redis as redis_py
 
+    from grader.tasks import _WORKERS  # where each worker says it is up
+
     with redis_py.Redis.from_url(shared.redis_url) as client:
         for key, members in shared.bindings.items():
             client.sadd(key, *members)
         shared.process.send_signal(signal.SIGCONT)
         deadline = time.monotonic() + 30
-        while not client.hexists("grader:workers", shared.hostname):
+        while not client.hexists(_WORKERS, shared.hostname):
             assert shared.process.poll() is None and time.monotonic() < deadline, \
                 shared.log.read_text()[-3000:]
             time.sleep(0.01)
@@ -150,6 +152,8 @@ def _give_back(key: tuple, shared: _Shared) -> None:
     come to rest within 20 s is stopped for good."""
     import redis as redis_py
 
+    from grader.tasks import _WORKERS
+
     with redis_py.Redis.from_url(shared.redis_url) as client:
         deadline, quiet = time.monotonic() + 20, 0
         while quiet < 2:  # twice in a row: a task popped as we looked is seen the next time
@@ -160,7 +164,7 @@ def _give_back(key: tuple, shared: _Shared) -> None:
                 return
             time.sleep(0.05)
         shared.process.send_signal(signal.SIGSTOP)
-        while _state(shared.process) not in ("T", None):
+        while _state(shared.process) not in ("T", "Z", None):  # stopped, or died meanwhile
             time.sleep(0.005)
         # A BRPOP it sent before it stopped would take the next test's task into a stopped
         # process: the server ends each at once, as if it had timed out.
@@ -171,13 +175,14 @@ def _give_back(key: tuple, shared: _Shared) -> None:
             for line in client.client_list():
                 if "b" in line.get("flags", "") and line.get("cmd") == "brpop":
                     unblocked += client.client_unblock(line["id"])
-        client.hdel("grader:workers", shared.hostname)
-        shared.bindings = {key: client.smembers(key) for key in client.scan_iter(b"_kombu.binding.*")}
+        client.hdel(_WORKERS, shared.hostname)
+        shared.bindings = {name: client.smembers(name) for name in client.scan_iter(b"_kombu.binding.*")}
     shared.lent = False
 
 
 def _state(process: subprocess.Popen) -> str | None:
-    """The process's state as the kernel says (R, S, T for stopped...); None once it is gone."""
+    """The process's state as the kernel says (R, S, T for stopped, Z for dead...); None once
+    it is gone."""
     try:
         return Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -218,13 +223,12 @@ def is_kept(process: subprocess.Popen) -> bool:
 
 def stop(process: subprocess.Popen) -> None:
     """Stop a worker as a warm shutdown does; one lent by `shared_worker` is given back."""
-    for key, shared in _shared.items():
-        if shared.process is process:
-            if shared.lent:
-                _give_back(key, shared)
-                _fewer_kept()
-            return
-    _stop_for_good(process)
+    key = next((key for key, shared in _shared.items() if shared.process is process), None)
+    if key is None:
+        _stop_for_good(process)
+    elif _shared[key].lent:  # stopping one already given back changes nothing
+        _give_back(key, _shared[key])
+        _fewer_kept()
 
 
 def _stop_for_good(process: subprocess.Popen) -> None:
