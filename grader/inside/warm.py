@@ -10,7 +10,8 @@ its call. Each call's code runs in a PID namespace of its own, nested in the
 sandbox's, so that no call learns from PIDs what another did. Nothing here
 initialises CUDA: a child does, after the fork.
 
-Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking`` and ``witness`` are imported
+Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking``, ``witness``, ``first_use`` and
+``huge_pages`` are imported
 inside the sandbox.
 """
 
@@ -26,7 +27,7 @@ import sys
 import time
 import traceback
 
-from . import first_use, walls
+from . import first_use, huge_pages, walls
 from .walls import IN_SANDBOX, SCRATCH
 
 WORK = os.path.join(SCRATCH, "work")
@@ -62,6 +63,7 @@ def main() -> None:
     # walk (and so copy, page by page) the whole inherited heap.
     gc.collect()
     gc.freeze()
+    huge_pages.fold()  # a fork then copies an eighth of the page tables it would
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
