@@ -1,37 +1,75 @@
-"""A warm process's heap folded into 2 MiB pages, once, before it forks.
+"""A warm process's heap folded into 2 MiB pages once it has forked enough to pay for it.
 
 A fork copies one page-table entry per 4 KiB page of private memory, and the child's exit
-drops them again: with torch loaded, about 220 MiB of heap, 8 ms to fork and as much to
+drops them again: with torch loaded, about 220 MiB of heap, 6-8 ms to fork and as much to
 exit, on every call and every grade. Folded into 2 MiB pages, the same memory is one entry
-per 2 MiB, and a fork takes about 1 ms (bench/fork_cost.py). A child that writes to such a
-page gets a private 4 KiB copy as before: only what it touches is copied.
+per 2 MiB, and a child costs a third of the CPU (bench/fork_cost.py). A child that writes
+to such a page gets a private 4 KiB copy as before: only what it touches is copied.
 
-Only what is there now is folded (MADV_COLLAPSE, Linux 6.1+); the regions are not marked
+Folding copies the whole heap once (0.3-0.7 s of CPU), which a warm process that forks a
+few times only (a single grade from the command line) would never win back. So a warm
+process times its forks (:func:`fork`), and once they have cost :data:`FOLD_AFTER_S` it
+folds, a piece at a time while it is idle (:func:`due`, :func:`fold_next`).
+
+Only what is there then is folded (MADV_COLLAPSE, Linux 6.1+); the regions are not marked
 for huge pages, so what a child allocates later follows the machine's setting as before.
-Where the kernel cannot fold a region (an older kernel, no huge pages free, a region that
+Where the kernel cannot fold a region (an older kernel, no huge page free, a region that
 must not be), it stays as it is: the fork is slower, never different.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import time
 
 _MADV_COLLAPSE = 25
 HUGE = 2 << 20
+PIECE = 16 << 20  # folded in one step: tens of milliseconds, so that a request waits little
+FOLD_AFTER_S = 0.25  # of forking, before the heap is folded (about 35 forks of torch's heap)
+
+_forking = 0.0  # seconds this process has spent in fork() so far
+_pieces: list[tuple[int, int]] | None = None  # what is left to fold, once folding began
+folded = 0  # bytes folded so far
 
 
-def fold() -> int:
-    """Fold this process's writable private memory into huge pages where the kernel can;
-    returns the bytes it folded."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    madvise = libc.madvise
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    folded = 0
-    for start, end in _private_regions():
-        low, high = -(-start // HUGE) * HUGE, end // HUGE * HUGE  # the whole huge pages inside
-        if high > low and madvise(low, high - low, _MADV_COLLAPSE) == 0:
-            folded += high - low
+def fork() -> int:
+    """os.fork(), timed: what the forks cost decides when the heap is folded."""
+    global _forking
+    began = time.perf_counter()
+    pid = os.fork()
+    if pid:
+        _forking += time.perf_counter() - began
+    return pid
+
+
+def due() -> bool:
+    """Whether a piece of the heap is to be folded now (the forks have cost enough)."""
+    return _forking >= FOLD_AFTER_S and _pieces != []
+
+
+def fold_next() -> None:
+    """Fold the next piece of the heap (at the first step, the pieces are listed)."""
+    global _pieces, folded
+    if _pieces is None:
+        _pieces = [piece for region in _private_regions() for piece in _split(*region)]
+    if _pieces:
+        start, length = _pieces.pop(0)
+        if _madvise(start, length, _MADV_COLLAPSE) == 0:
+            folded += length
+
+
+def fold_all() -> int:
+    """Fold the whole heap now; returns the bytes folded."""
+    while _pieces != []:
+        fold_next()
     return folded
+
+
+def _split(start: int, end: int) -> list[tuple[int, int]]:
+    """The whole huge pages inside [start, end), in pieces of at most PIECE bytes."""
+    low, high = -(-start // HUGE) * HUGE, end // HUGE * HUGE
+    return [(at, min(PIECE, high - at)) for at in range(low, high, PIECE)]
 
 
 def _private_regions() -> list[tuple[int, int]]:
@@ -48,3 +86,9 @@ def _private_regions() -> list[tuple[int, int]]:
     except OSError:
         return []
     return regions
+
+
+def _madvise(start: int, length: int, advice: int) -> int:
+    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return madvise(start, length, advice)

@@ -63,7 +63,6 @@ def main() -> None:
     # walk (and so copy, page by page) the whole inherited heap.
     gc.collect()
     gc.freeze()
-    huge_pages.fold()  # a fork then copies an eighth of the page tables it would
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
@@ -76,6 +75,9 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
+        if huge_pages.due() and not grading and not _readable(requests):
+            huge_pages.fold_next()  # between submissions, a piece at a time
+            continue
         if len(_spares) < SPARES and not grading and not _readable(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
@@ -151,7 +153,7 @@ class _Child:
         self.res_r, res_w = os.pipe()
         self.out_r, out_w = os.pipe()
         parent = os.getpid()
-        self.pid = os.fork()
+        self.pid = huge_pages.fork()
         if self.pid == 0:
             try:
                 # Waiting, it keeps our uids (the calls' uid only as saved uid, to become

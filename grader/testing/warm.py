@@ -56,7 +56,6 @@ def main() -> None:
     _warm_up()
     gc.collect()
     gc.freeze()
-    huge_pages.fold()  # a fork then copies an eighth of the page tables it would
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
@@ -65,6 +64,9 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
+        if huge_pages.due() and not select.select([requests], [], [], 0)[0]:
+            huge_pages.fold_next()  # between grades, a piece at a time
+            continue
         if spare is None and not select.select([requests], [], [], 0)[0]:
             # While idle, and only after the last grade was swept: nothing untrusted runs
             # while it waits (it keeps our uid until it reads its exercise).
@@ -155,7 +157,7 @@ class _Child:
         req_r, self.req_w = os.pipe()
         self.res_r, res_w = os.pipe()
         parent = os.getpid()
-        self.pid = os.fork()
+        self.pid = huge_pages.fork()
         if self.pid == 0:
             try:
                 os.close(self.req_w)
