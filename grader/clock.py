@@ -2,8 +2,10 @@
 measured against, and what every row stores.
 
 It is the real time, unless moved: ``GRADER_NOW`` (an ISO 8601 time, for a whole process,
-such as a worker a test starts) or :func:`travel` (in this process). Moving it moves the
-service's time and nothing else: libraries, timeouts and the rate limits keep the real one.
+such as a worker a test starts; or ``@`` and a file's path, whose content is that time, read
+at every use, so that a running process's time can be moved, and an empty or missing file is
+the real time) or :func:`travel` (in this process). Moving it moves the service's time and
+nothing else: libraries, timeouts and the rate limits keep the real one.
 """
 
 from __future__ import annotations
@@ -26,7 +28,17 @@ def now() -> datetime:
     if _moved is not None:
         return real + _moved
     fixed = settings().now
+    if fixed.startswith("@"):
+        fixed = _read_clock(fixed[1:])
     return parse(fixed) if fixed else real
+
+
+def _read_clock(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as clock:
+            return clock.read().strip()
+    except FileNotFoundError:
+        return ""
 
 
 def parse(text: str) -> datetime:

@@ -83,7 +83,7 @@ class Settings:
     database_url_given: bool = False  # GRADER_DATABASE_URL was set (else the instance folder's SQLite)
     # The longest a grade may take; Redis hands an unacknowledged task to another worker after it.
     grade_limit_s: int = 360
-    now: str = ""  # GRADER_NOW: the service's clock fixed at this ISO 8601 time (demonstrations, tests)
+    now: str = ""  # GRADER_NOW: the service's clock fixed at this ISO 8601 time, or "@" and a file holding it
     prometheus_multiproc_dir: str = ""  # PROMETHEUS_MULTIPROC_DIR: counts shared by a pool's processes
     api_key: str = ""  # GRADER_API_KEY: the key `grader exercise push` sends
     # The CPU weight (cgroup v2 units, 1-10000) of all of a worker's sandboxes together;

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -80,8 +81,12 @@ def shared_worker(tmp_path: Path, name: str = "worker", *, queues: str = "cpu",
                   env: dict | None = None) -> subprocess.Popen:
     """A ready worker as `start_worker` gives, lent by this test process to each test that
     asks for one with the same name, queues and environment; `stop` gives it back. Its log
-    is `tmp_path`/name.log too (a link to the worker's one log)."""
-    environment = {**os.environ, **(env or {})}
+    is `tmp_path`/name.log too (a link to the worker's one log). Its clock is the real time
+    until `move_worker_clock` moves it (unless `env` sets GRADER_NOW)."""
+    clock_file = worker_clock(tmp_path)
+    clock_file.write_text("")
+    env = {"GRADER_NOW": f"@{clock_file}", **(env or {})}
+    environment = {**os.environ, **env}
     redis_url = environment.get("GRADER_REDIS_URL", "")
     key = (name, queues, tuple(sorted((k, v) for k, v in environment.items() if not k.startswith("PYTEST_"))))
     if not redis_url or environment.get("GRADER_LOG_FORMAT") == "json":  # its log is read as text
@@ -107,6 +112,18 @@ def shared_worker(tmp_path: Path, name: str = "worker", *, queues: str = "cpu",
     shared.lent_at, shared.lent = shared.log.stat().st_size, True
     _woken(shared)
     return shared.process
+
+
+def worker_clock(tmp_path: Path) -> Path:
+    """The file the clocks of this test process's lent workers read (GRADER_NOW=@file, see
+    grader/clock.py): moving it moves the time of a running worker, which is then lent on
+    rather than started again for another time."""
+    return tmp_path.parent / "worker-clock"
+
+
+def move_worker_clock(tmp_path: Path, moment: datetime) -> None:
+    """The lent workers' time is ``moment`` from now on (until the next test's lend)."""
+    worker_clock(tmp_path).write_text(moment.isoformat())
 
 
 def _woken(shared: _Shared) -> None:

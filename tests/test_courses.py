@@ -232,6 +232,21 @@ def test_the_services_clock_can_be_set_for_a_whole_process(monkeypatch):
         assert abs(clock.now() - (DUE + DAY)) < timedelta(seconds=5)
 
 
+def test_a_running_process_clock_is_moved_through_the_file_it_was_given(tmp_path, monkeypatch):
+    held = tmp_path / "clock"
+    monkeypatch.setenv("GRADER_NOW", f"@{held}")
+    assert abs(clock.now() - datetime.now(timezone.utc)) < timedelta(seconds=5)  # no file: the real time
+    held.write_text("2026-12-10T23:59:00+09:00\n")
+    assert clock.now() == DUE
+    held.write_text((DUE + DAY).isoformat())
+    assert clock.now() == DUE + DAY  # read again at every use
+    held.write_text("")
+    assert abs(clock.now() - datetime.now(timezone.utc)) < timedelta(seconds=5)
+    held.write_text("next tuesday")
+    with pytest.raises(ValueError):
+        clock.now()
+
+
 def test_a_course_runs_from_the_command_line(tmp_path, monkeypatch):
     from click.testing import CliRunner
 

@@ -3,7 +3,7 @@ date (feedback "after_due"): while a student's results are held, their line item
 only that the work is in ("Pending", no score), whether a grade, a score set by hand or an
 extension sent it; once the student's own release comes (an extension's due date for
 them), the periodic task sends the score that counts, once. Against the test platform and
-real workers, each started with the service's clock where the test needs it (GRADER_NOW);
+real workers, the service's clock moved where the test needs it (GRADER_NOW, a file);
 the periodic task's claim, which makes it send once, also on its own, on both databases."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from grader.lti import tasks as lti_tasks
 from grader.lti.models import LtiGradeTarget, LtiPlatform, LtiScorePost
 from grader.submissions.models import Submission, SubmissionStatus
 from grader.tasks import NOTIFY_QUEUE, send_task
-from tests.live import publish_basics, shared_worker, stop
+from tests.live import move_worker_clock, publish_basics, shared_worker, stop
 from tests.lti_platform import INSTRUCTOR, Pending, Platform
 from tests.lti_service import lms, service, tool  # noqa: F401  (fixtures)
 from tests.test_lti import launch, student, submit_and_wait
@@ -33,11 +33,8 @@ RELEASE_RUN = re.compile(r"grader\.lti\.release_held\[[^\]]+\] succeeded in [^:]
 
 
 def _due() -> datetime:
-    """A due date an hour or more ahead of the real clock, on a whole ten minutes: the
-    tests of those ten minutes share it, and so their workers set after it are one worker
-    lent from test to test (tests/live.py)."""
-    ahead = clock.now() + timedelta(hours=1)
-    return ahead.replace(minute=ahead.minute - ahead.minute % 10, second=0, microsecond=0) + timedelta(minutes=10)
+    """A due date an hour or more ahead of the real clock."""
+    return (clock.now() + timedelta(hours=1)).replace(microsecond=0)
 
 
 def _held_assignment(lms: Platform, service: str, due: datetime) -> int:
@@ -85,9 +82,9 @@ def _wait_scores(lms: Platform, count: int, seconds: float = 60) -> None:
     assert len(lms.scores) == count, (lms.errors, lms.scores)
 
 
-def _release_run(tmp_path: Path, worker: str) -> int:
+def _release_run(tmp_path: Path) -> int:
     """The periodic task once, on the worker (as beat would send it): how many scores it released."""
-    log = tmp_path / f"{worker}.log"
+    log = tmp_path / "worker.log"
     before = len(RELEASE_RUN.findall(log.read_text()))
     send_task(lti_tasks.RELEASE_HELD_TASK, [], queue=NOTIFY_QUEUE)
     deadline = time.monotonic() + 60
@@ -97,8 +94,11 @@ def _release_run(tmp_path: Path, worker: str) -> int:
     return int(runs[-1])
 
 
-def _worker_at(tmp_path: Path, name: str, moment: datetime):
-    return shared_worker(tmp_path, name, env={"GRADER_NOW": moment.isoformat()})
+def _worker_at(tmp_path: Path, moment: datetime):
+    """The lent worker, its clock at ``moment``."""
+    worker = shared_worker(tmp_path)
+    move_worker_clock(tmp_path, moment)
+    return worker
 
 
 def _pending(score: dict, sub: str) -> bool:
@@ -130,7 +130,7 @@ def test_a_held_grade_reaches_the_lms_as_pending_and_the_score_that_counts_goes_
         _by_staff(service, assignment_id, "student-1", score=4)
         _wait_scores(lms, 2)
         assert _pending(lms.scores[1], "student-1") and _stamp(lms.scores[1]) > _stamp(lms.scores[0])
-        assert _release_run(tmp_path, "worker") == 0  # before the due date: nothing to release
+        assert _release_run(tmp_path) == 0  # before the due date: nothing to release
     finally:
         stop(worker)
     with db.transaction(service) as session:
@@ -139,11 +139,11 @@ def test_a_held_grade_reaches_the_lms_as_pending_and_the_score_that_counts_goes_
         assert [(p.outcome, p.score_given, p.score_maximum) for p in session.query(LtiScorePost)] == \
             [("sent", None, None)] * 2
 
-    worker = _worker_at(tmp_path, "after-due", due + MINUTE)
+    worker = _worker_at(tmp_path, due + MINUTE)
     try:
-        assert _release_run(tmp_path, "after-due") == 1
+        assert _release_run(tmp_path) == 1
         _wait_scores(lms, 3)
-        assert _release_run(tmp_path, "after-due") == 0  # sent once: the next run sends nothing
+        assert _release_run(tmp_path) == 0  # sent once: the next run sends nothing
         time.sleep(1)
     finally:
         stop(worker)
@@ -172,9 +172,9 @@ def test_an_extended_students_score_waits_for_their_own_due_date(lms, service, t
         stop(worker)
     assert [_pending(s, sub) for s, sub in zip(lms.scores, ("student-1", "student-2", "student-2"))] == [True] * 3
 
-    worker = _worker_at(tmp_path, "after-due", due + MINUTE)
+    worker = _worker_at(tmp_path, due + MINUTE)
     try:
-        assert _release_run(tmp_path, "after-due") == 1  # student-1's; student-2's results are still held
+        assert _release_run(tmp_path) == 1  # student-1's; student-2's results are still held
         _wait_scores(lms, 4)
         time.sleep(1)
     finally:
@@ -184,11 +184,11 @@ def test_an_extended_students_score_waits_for_their_own_due_date(lms, service, t
         target = session.query(LtiGradeTarget).filter_by(user_id=_user_id(service, "student-2")).one()
         assert clock.as_utc(target.held_until) == extended_to
 
-    worker = _worker_at(tmp_path, "after-extension", extended_to + MINUTE)
+    worker = _worker_at(tmp_path, extended_to + MINUTE)
     try:
-        assert _release_run(tmp_path, "after-extension") == 1
+        assert _release_run(tmp_path) == 1
         _wait_scores(lms, 5)
-        assert _release_run(tmp_path, "after-extension") == 0
+        assert _release_run(tmp_path) == 0
     finally:
         stop(worker)
     assert _graded(lms.scores[4]) == ("student-2", "FullyGraded", 6, 6) and _stamp(lms.scores[4]) == extended_to
@@ -206,11 +206,11 @@ def test_a_score_set_by_hand_with_no_grade_is_held_too(lms, service, tmp_path):
     finally:
         stop(worker)
     assert _pending(lms.scores[0], "student-1"), lms.scores
-    worker = _worker_at(tmp_path, "after-due", due + MINUTE)
+    worker = _worker_at(tmp_path, due + MINUTE)
     try:
-        assert _release_run(tmp_path, "after-due") == 1
+        assert _release_run(tmp_path) == 1
         _wait_scores(lms, 2)
-        assert _release_run(tmp_path, "after-due") == 0
+        assert _release_run(tmp_path) == 0
     finally:
         stop(worker)
     assert _graded(lms.scores[1]) == ("student-1", "FullyGraded", 5, 6) and _stamp(lms.scores[1]) == due
