@@ -25,7 +25,7 @@ from grader import db, submissions
 from grader.accounts import users
 from grader.accounts.models import User
 from tests.forms import token
-from tests.live import publish_basics, start_worker, stop, wait_until_done
+from tests.live import publish_basics, shared_worker, start_worker, stop, wait_until_done
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -109,7 +109,7 @@ def test_healthz_says_the_process_serves_without_a_sign_in(client):
 
 @pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
 def test_readyz_is_ok_when_the_database_the_broker_and_a_worker_answer(service, client, tmp_path):
-    worker = start_worker(tmp_path, "ready")
+    worker = shared_worker(tmp_path)
     try:
         # Asked again, as a readiness probe is, until the new worker's first answer comes
         # within the ping's second (on a loaded machine the first may not).
@@ -167,9 +167,9 @@ def test_worker_alive_exits_0_for_a_worker_that_answers_and_1_for_one_that_does_
         return subprocess.run([sys.executable, "-m", "grader.cli", "worker-alive", "--name", name, "--timeout", "2"],
                               cwd=ROOT, env=os.environ, capture_output=True, text=True, timeout=60)
 
-    worker = start_worker(tmp_path, "probe")
+    worker = shared_worker(tmp_path)
     try:
-        answered = alive("probe@%h")
+        answered = alive("worker@%h")
         silent = alive("nobody@%h")
     finally:
         stop(worker)
