@@ -122,7 +122,8 @@ def worker_clock(tmp_path: Path) -> Path:
 
 
 def move_worker_clock(tmp_path: Path, moment: datetime) -> None:
-    """The lent workers' time is ``moment`` from now on (until the next test's lend)."""
+    """The lent workers' time is ``moment`` from now on, until a worker is lent again
+    (`shared_worker` sets it back to the real time)."""
     worker_clock(tmp_path).write_text(moment.isoformat())
 
 

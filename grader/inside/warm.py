@@ -11,8 +11,7 @@ sandbox's, so that no call learns from PIDs what another did. Nothing here
 initialises CUDA: a child does, after the fork.
 
 Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking``, ``witness``, ``first_use`` and
-``huge_pages`` are imported
-inside the sandbox.
+``huge_pages`` are imported inside the sandbox.
 """
 
 from __future__ import annotations
