@@ -334,7 +334,13 @@ def _check_alive(children: Children) -> None:
 
 
 def _on_signal(signum, _frame) -> None:
+    # At once, not in the handler of _Stop: a second Ctrl-C arriving before that ran would
+    # raise again there, cutting the stopping short with a traceback.
+    _ignore(_STOPPING)
     raise _Stop(signum)
+
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _ignore(signals) -> None:
@@ -381,7 +387,7 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         counts.mkdir()
         env["PROMETHEUS_MULTIPROC_DIR"] = str(counts)
     children = Children(logs, env)
-    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, _on_signal) for s in _STOPPING}
     started = time.monotonic()
     lock = None
     try:

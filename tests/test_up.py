@@ -197,7 +197,9 @@ def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp
         assert "redis-server" in names and "celery" in names and "gunicorn" in names
         started = time.monotonic()
         up.process.send_signal(signal.SIGINT)
+        up.process.send_signal(signal.SIGINT)  # pressed twice: the second changes nothing
         assert up.process.wait(45) == 0, up.output()
+        assert "Traceback" not in up.output()
         assert time.monotonic() - started < 30
         assert wait_until_gone(up.seen) == set(), [command_line(pid) for pid, _ in up.seen]
         assert "stopped" in up.output()
