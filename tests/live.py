@@ -85,7 +85,8 @@ def shared_worker(tmp_path: Path, name: str = "worker", *, queues: str = "cpu",
     until `move_worker_clock` moves it (unless `env` sets GRADER_NOW)."""
     clock_file = worker_clock(tmp_path)
     clock_file.write_text("")
-    env = {"GRADER_NOW": f"@{clock_file}", **(env or {})}
+    deployment = {name: value for name, value in lent_settings(tmp_path).items() if name not in os.environ}
+    env = {"GRADER_NOW": f"@{clock_file}", **deployment, **(env or {})}
     environment = {**os.environ, **env}
     redis_url = environment.get("GRADER_REDIS_URL", "")
     key = (name, queues, tuple(sorted((k, v) for k, v in environment.items() if not k.startswith("PYTEST_"))))
@@ -112,6 +113,16 @@ def shared_worker(tmp_path: Path, name: str = "worker", *, queues: str = "cpu",
     shared.lent_at, shared.lent = shared.log.stat().st_size, True
     _woken(shared)
     return shared.process
+
+
+def lent_settings(tmp_path: Path) -> dict[str, str]:
+    """What every lent worker runs with where the test's environment does not say: the
+    tests' deployment, whose LMSs and webhook receivers listen on 127.0.0.1 over plain http
+    and whose failed deliveries are retried within a second, and one bundle cache per test
+    process (its folders are named by the bundle's hash). Tests that differ only in these
+    then share a worker; a test of a refusal says so (a flag set to "0")."""
+    return {"GRADER_RETRY_BASE_S": "0.5", "GRADER_LTI_ALLOW_HTTP": "1", "GRADER_OUTBOUND_ALLOW_PRIVATE": "1",
+            "GRADER_WEBHOOK_ALLOW_PRIVATE": "1", "GRADER_BUNDLE_CACHE": str(tmp_path.parent / "bundle-cache")}
 
 
 def worker_clock(tmp_path: Path) -> Path:

@@ -24,7 +24,7 @@ from grader.catalog.models import Exercise, Upload
 from grader.cli import main
 from grader.submissions.models import Submission
 from tests.forms import sign_in, token
-from tests.live import shared_worker, stop
+from tests.live import lent_settings, shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -57,7 +57,7 @@ def published(database_url, monkeypatch, tmp_path):
     """autograd-basics published from the catalogue at version 1, and an administrator (uploading is
     site-wide)."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    monkeypatch.setenv("GRADER_BUNDLE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRADER_BUNDLE_CACHE", lent_settings(tmp_path)["GRADER_BUNDLE_CACHE"])  # the lent workers'
     exercise = catalog.find("autograd-basics")
     with db.transaction(database_url) as session:
         session.add(Exercise(slug=exercise.slug, version=1, title=exercise.title, device=exercise.device,

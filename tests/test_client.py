@@ -28,7 +28,7 @@ on_sqlite = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  
 def service(site, database_url, redis, tmp_path, monkeypatch):
     """The site over HTTP and a worker grading its queue."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    worker = shared_worker(tmp_path, "client-worker")
+    worker = shared_worker(tmp_path)
     with serve(site) as url:
         yield url
     stop(worker)

@@ -23,7 +23,7 @@ from grader.accounts import keys
 from grader.catalog import uploads
 from grader.catalog.models import Exercise, Upload
 from grader.cli import main
-from tests.live import serve, shared_worker, stop
+from tests.live import lent_settings, serve, shared_worker, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 BASICS = ROOT / "exercises" / "autograd-basics"
@@ -57,7 +57,7 @@ def zipped(entries: dict[str, bytes | str]) -> bytes:
 def catalogue(database_url, monkeypatch, tmp_path):
     """autograd-basics published from the site's catalogue folder."""
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
-    monkeypatch.setenv("GRADER_BUNDLE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRADER_BUNDLE_CACHE", lent_settings(tmp_path)["GRADER_BUNDLE_CACHE"])  # the lent workers'
     exercise = catalog.find("autograd-basics")
     with db.transaction(database_url) as session:
         session.add(Exercise(slug=exercise.slug, version=1, title=exercise.title, device=exercise.device,

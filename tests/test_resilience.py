@@ -166,31 +166,3 @@ def test_a_burst_of_api_submissions_to_two_workers_is_graded_every_one_exactly_o
         expected = 0 if body["source"] == WRONG else 6
         assert (row.source, row.score, row.max_score, row.attempts) == (body["source"], expected, 6, 1)
     assert broker.queued() == 0
-
-
-# ------------------------------------------------------------------ a worker that is not there
-
-def _delayed(database: str, submission_id: str) -> bool:
-    with db.transaction(database) as session:
-        return submissions.delayed(session.get(Submission, submission_id))
-
-
-def test_a_waiting_submission_says_so_while_no_worker_is_up_to_grade_it(service, broker, tmp_path):
-    from grader.tasks import workers_taking
-
-    waiting = submit(service, RIGHT)
-    assert _delayed(service, waiting) and workers_taking("cpu") == 0
-    worker = start_worker(tmp_path, "worker", env=worker_env(service, broker))
-    try:
-        [row] = wait_until_done(service, [waiting])
-        assert row.status == "graded" and not _delayed(service, waiting)
-        assert workers_taking("cpu") == 1 and workers_taking("gpu") == 0  # it takes the cpu queue alone
-        assert workers_taking(None) == 1  # what a readiness ping waits for, then no longer
-        with db.transaction(service) as session:
-            user = session.query(User).filter_by(email="student@example.org").one()
-            unsent = submissions.create(session, user=user, exercise_slug="autograd-basics", source=RIGHT).id
-        assert not _delayed(service, unsent)  # a worker is up: it will come
-    finally:
-        stop(worker)
-    assert workers_taking("cpu") == 0  # a worker that stops takes its word back at once
-    assert _delayed(service, unsent)

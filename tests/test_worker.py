@@ -82,6 +82,35 @@ def test_a_worker_kept_between_tests_takes_no_task_until_it_is_lent_again(servic
         stop(again)
 
 
+# ------------------------------------------------------------------ a worker that is not there
+
+def _delayed(database: str, submission_id: str) -> bool:
+    with db.transaction(database) as session:
+        return submissions.delayed(session.get(Submission, submission_id))
+
+
+def test_a_waiting_submission_says_so_while_no_worker_is_up_to_grade_it(service, tmp_path):
+    from grader.tasks import workers_taking
+
+    waiting = submit(service, (BASICS / "solution.py").read_text())
+    assert _delayed(service, waiting) and workers_taking("cpu") == 0
+    worker = shared_worker(tmp_path)
+    try:
+        [row] = wait_until_done(service, [waiting])
+        assert row.status == "graded" and not _delayed(service, waiting)
+        assert workers_taking("cpu") == 1 and workers_taking("gpu") == 0  # it takes the cpu queue alone
+        assert workers_taking(None) == 1  # what a readiness ping waits for, then no longer
+        with db.transaction(service) as session:
+            user = session.query(User).filter_by(email="student@example.org").one()
+            unsent = submissions.create(session, user=user, exercise_slug="autograd-basics",
+                                         source=(BASICS / "solution.py").read_text()).id
+        assert not _delayed(service, unsent)  # a worker is up: it will come
+    finally:
+        stop(worker)
+    assert workers_taking("cpu") == 0  # a worker that stops (or is given back) takes its word back at once
+    assert _delayed(service, unsent)
+
+
 def test_a_task_delivered_twice_grades_once(service, worker):
     submission_id = submit(service, (BASICS / "solution.py").read_text())
     submissions.enqueue(submission_id, "any")

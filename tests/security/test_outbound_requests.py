@@ -69,8 +69,9 @@ class Receiver:
 def service(database_url, redis, monkeypatch):
     monkeypatch.setenv("GRADER_DATABASE_URL", database_url)
     monkeypatch.setenv("GRADER_RETRY_BASE_S", "0.2")
-    monkeypatch.delenv("GRADER_WEBHOOK_ALLOW_PRIVATE", raising=False)
-    monkeypatch.delenv("GRADER_OUTBOUND_ALLOW_PRIVATE", raising=False)
+    # Set, not unset: a lent worker allows 127.0.0.1 where the environment does not say.
+    monkeypatch.setenv("GRADER_WEBHOOK_ALLOW_PRIVATE", "0")
+    monkeypatch.setenv("GRADER_OUTBOUND_ALLOW_PRIVATE", "0")
     publish_basics(database_url)
     from grader.app import create_app
 
