@@ -141,18 +141,26 @@ def stray_processes(uid: int, wait: float = 3.0) -> list[str]:
     """Processes of the sandbox that are neither its warm process nor an idle spare child.
 
     The warm process runs as the sandbox uid under bubblewrap (root). It may keep children
-    forked ahead for the next calls: direct children with its command line, blocked reading
-    their request pipe. Any other process of the sandbox uid is something a submission left,
-    and so is any process of uid + 1, the uid calls run as, once the call is over.
+    forked ahead for the next calls, each behind the walls that need nothing of a call:
+    a direct child with its command line, already of uid + 1 (the uid calls run as), whose
+    one child (PID 1 of the call's namespace to come, the same command line) is blocked
+    reading the request pipe. Any other process of the sandbox uid is something a
+    submission left, and so is any other process of uid + 1 once the call is over.
     """
     deadline = time.monotonic() + wait
     while True:
         running = processes(uid)
         ours = {pid for pid, _, _ in running}
         warm = {pid: cmd for pid, parent, cmd in running if parent not in ours}
-        stray = [f"{pid} {cmd}" for pid, parent, cmd in running
-                 if parent in ours and not (parent in warm and cmd == warm[parent] and _waits_on_pipe(pid))]
-        stray += [f"{pid} {cmd}" for pid, _, cmd in processes(uid + 1)]
+        stray = [f"{pid} {cmd}" for pid, parent, cmd in running if parent in ours]
+        calls = processes(uid + 1)
+        children: dict[int, list[tuple[int, str]]] = {}
+        for pid, parent, cmd in calls:
+            children.setdefault(parent, []).append((pid, cmd))
+        spares = {pid for pid, parent, cmd in calls if parent in warm and cmd == warm[parent]
+                  and len(children.get(pid, [])) == 1 and children[pid][0][1] == cmd
+                  and _waits_on_pipe(children[pid][0][0])}
+        stray += [f"{pid} {cmd}" for pid, parent, cmd in calls if pid not in spares and parent not in spares]
         if not stray or time.monotonic() > deadline:
             return stray
         time.sleep(0.1)

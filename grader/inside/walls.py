@@ -138,7 +138,19 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
 
     ``own_pids``: a PID namespace of its own too, with its own /proc (see
     :func:`_first_of_its_pids`): this process forks once more, and what returns from here
-    is its child, PID 1 of the new namespace; this process waits for it and ends as it ended."""
+    is its child, PID 1 of the new namespace; this process waits for it and ends as it ended.
+
+    The same as :func:`enter_ahead` then :func:`enter_rest`, which a child that waits for
+    its work calls apart: the first before the work is known, the second once it is."""
+    enter_ahead(parent=parent, own_pids=own_pids)
+    enter_rest(tmp_bytes=tmp_bytes, folder=folder, populate=populate)
+
+
+def enter_ahead(*, parent: int, own_pids: bool = False) -> None:
+    """The walls that need nothing of the work to come: the children's uid for good, the
+    parent-death signal, the namespaces, and with ``own_pids`` the fork into the PID
+    namespace (what returns is PID 1 of it). Nothing of the work is here yet, and until
+    :func:`enter_rest` the capabilities within its own user namespace are still held."""
     if child_uid is not None:
         os.setresgid(child_uid, child_uid, child_uid)
         os.setresuid(child_uid, child_uid, child_uid)
@@ -148,8 +160,6 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
     if os.getppid() != parent:
         os._exit(PARENT_GONE)  # the warm process died before the signal was set
     if not IN_SANDBOX:
-        shutil.rmtree(folder, ignore_errors=True)
-        populate()
         return
     uid, gid = os.getuid(), os.getgid()
     libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
@@ -161,6 +171,22 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
     check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
+    # An OOM in the sandbox's cgroup ends this child (and what it started), not the
+    # warm process, which the launcher made the last choice.
+    with open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write("1000")
+    if own_pids:
+        _first_of_its_pids()
+
+
+def enter_rest(*, tmp_bytes: int, folder: str, populate: Callable[[], None]) -> None:
+    """The rest, once the work is known: a private /tmp of ``tmp_bytes`` in which
+    ``populate()`` writes ``folder``, made read-only; no further user namespaces, and no
+    capabilities left."""
+    if not IN_SANDBOX:
+        shutil.rmtree(folder, ignore_errors=True)
+        populate()
+        return
     check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV,
                      f"size={tmp_bytes},mode=1777".encode()), "private /tmp")
     populate()
@@ -168,12 +194,6 @@ def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], No
     check(libc.mount(path, path, None, _MS_BIND, None), "work")
     check(libc.mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None),
           "read-only work")
-    # An OOM in the sandbox's cgroup ends this child (and what it started), not the
-    # warm process, which the launcher made the last choice.
-    with open("/proc/self/oom_score_adj", "w") as fh:
-        fh.write("1000")
-    if own_pids:
-        _first_of_its_pids()
     with open("/proc/sys/user/max_user_namespaces", "w") as fh:
         fh.write("0")
     drop_capabilities()
@@ -291,19 +311,25 @@ def close_all_but(*keep: int) -> None:
 dying: set[int] = set()  # killed, not yet reaped
 
 
-def sweep(keep: set[int]) -> None:
-    """Kill every process of the sandbox but us and ``keep``, however many a fork bomb
-    keeps making. As PID 1 of our namespace we see them all in /proc.
+def sweep(keep: set[int], *, their_children: bool = False) -> None:
+    """Kill every process of the sandbox but us and ``keep`` (with ``their_children``,
+    and the children of those: a spare's PID 1, forked when it was), however many a fork
+    bomb keeps making. As PID 1 of our namespace we see them all in /proc.
 
     It does not wait for them to die: a process with SIGKILL pending runs no more of its
     code and cannot fork, and its teardown (milliseconds, for a copy of torch) is the
     kernel's. They are reaped on later sweeps."""
+    parents = set(keep) if their_children else set()
     keep = {os.getpid()} | keep
     killed: set[int] = set()
     with as_child_user():  # their uid, so that we may signal them
         for _ in range(10_000):
             reap_dead()
             fresh = {int(p) for p in os.listdir("/proc") if p.isdigit()} - keep - killed
+            if parents:
+                kept = {pid for pid in fresh if _parent(pid) in parents}
+                keep |= kept
+                fresh -= kept
             if not fresh:
                 return
             for pid in fresh:
@@ -313,6 +339,14 @@ def sweep(keep: set[int]) -> None:
                     pass
             killed |= fresh
             dying.update(fresh)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def reap_dead() -> None:

@@ -130,9 +130,8 @@ def _warm_up() -> None:
 
 def _reset() -> None:
     """Between submissions: no process of the last one survives, and no spare that lived
-    through its calls serves the next: a call's processes may signal a waiting spare (the
-    calls' uid is its saved uid, to become it), so one stopped then would be handed the next
-    student's calls. Spares are forked again after the sweep, out of any call's reach. (The
+    through its calls serves the next (none of them could name a spare, but a spare's walls
+    are only as good as what held while it waited). Spares are forked again after the sweep. (The
     last submission's files lived in its calls' private /tmp; unsandboxed, in our scratch
     folder, emptied here.)"""
     while _spares:
@@ -155,9 +154,10 @@ class _Child:
         self.pid = huge_pages.fork()
         if self.pid == 0:
             try:
-                # Waiting, it keeps our uids (the calls' uid only as saved uid, to become
-                # it later): a call's process may then not touch its nice value,
-                # scheduling policy, CPU affinity or limits.
+                # It waits behind the walls that need nothing of the call (the calls' uid
+                # for good, namespaces of its own). No call's process can name it to touch
+                # its nice value, scheduling policy, CPU affinity or limits: each call's
+                # processes are in a PID namespace of their own.
                 for fd in (self.req_w, self.res_r, self.out_r):
                     os.close(fd)
                 _inner(req_r, res_w, out_w, parent)
@@ -195,10 +195,11 @@ def _take_child() -> _Child:
 
 
 def _discard(child: _Child) -> None:
-    try:
-        os.kill(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    with walls.as_child_user():  # its uid once its walls went up (its PID 1 dies with it)
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     walls.dying.add(child.pid)
     child.discard()
 
@@ -244,9 +245,8 @@ def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
     child = _take_child()
     reply, parts, pid = _run(child, request, timeout, max_result, max_output)
     if not reply["isolated"] and child.ahead and reply["status"]["signal"] == signal.SIGKILL:
-        # A child forked ahead is within reach of the calls' processes (the calls' uid is
-        # its saved uid, to become it): an earlier call killed it. One forked now, after
-        # the sweep that ended those processes, is out of their reach.
+        # A child forked ahead died before its call came (the cgroup's OOM killer chose
+        # it, say): one forked now serves the call.
         reply, parts, pid = _run(_Child(), request, timeout, max_result, max_output)
     return reply, parts, pid
 
@@ -427,8 +427,9 @@ def _end_call(pid: int | None) -> None:
 
 
 def _sweep() -> None:
-    """Kill every process of the sandbox but us and the spare children."""
-    walls.sweep({child.pid for child in _spares})
+    """Kill every process of the sandbox but us and the spare children (with the PID 1 of
+    the namespace each waits behind)."""
+    walls.sweep({child.pid for child in _spares}, their_children=True)
 
 
 def _set_limits(limits: dict, device: str) -> None:
@@ -451,6 +452,11 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
     walls.close_all_but(req_r, res_w)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing
+    # The walls that need nothing of the call go up while it is not yet here (a spare waits
+    # behind them): from here on this is a process of the call's own PID namespace (PID 1
+    # there), and the child the warm process forked waits for it outside. Nothing that runs
+    # a call can name it: every call's processes are in a PID namespace of their own.
+    walls.enter_ahead(parent=parent, own_pids=True)
     try:
         request, blob = wire.read_frame(req_r)
     except wire.WireError:
@@ -458,10 +464,8 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
     os.close(req_r)
     files = request.get("files")
     limits = request.get("limits", {})
-    # From here on this is a process of the call's own PID namespace (PID 1 there); the
-    # child the warm process forked waits for it outside (walls.enter, own_pids).
-    walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 64 << 20)), parent=parent, folder=WORK,
-                populate=lambda: _write_files(files if isinstance(files, dict) else {}), own_pids=True)
+    walls.enter_rest(tmp_bytes=int(limits.get("tmp_bytes", 64 << 20)), folder=WORK,
+                     populate=lambda: _write_files(files if isinstance(files, dict) else {}))
     device = request.get("device", "cpu")
     _set_limits(limits, device)
     os.chdir(WORK)
