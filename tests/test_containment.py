@@ -271,6 +271,52 @@ def test_processes_a_submission_stops_serve_no_later_submission(sandbox):
     assert time.monotonic() - started < 8  # each in its normal time, none waiting out a limit
 
 
+REACH_FOR_EVERY_PROCESS = """import os, signal
+def f():
+    seen = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    reached = []
+    for pid in range(1, 400):
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            reached.append(pid)
+        except OSError:
+            continue
+        for act in (lambda: os.kill(pid, signal.SIGSTOP), lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
+                    lambda: os.sched_setaffinity(pid, {0})):
+            try:
+                act()
+            except OSError:
+                pass
+    for act in (lambda: os.kill(-1, signal.SIGSTOP), lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19)):
+        try:
+            act()  # every process it may signal, every one of its uid
+        except OSError:
+            pass
+    return [seen, reached]
+"""
+
+WHERE_AM_I = "import os\ndef f():\n    return [os.getpid(), os.getpriority(os.PRIO_PROCESS, 0), len(os.sched_getaffinity(0))]\n"
+
+
+def test_spares_waiting_through_a_submissions_calls_are_out_of_their_reach(sandbox):
+    """A spare waits for its call behind the walls that need nothing of it, of the calls'
+    uid, through the calls of the submission it will serve. No call can name it (each
+    call's processes are in a PID namespace of their own): a call reaches no other process,
+    and the calls after it run as the calls before it did."""
+    sandbox.reset()
+    time.sleep(1.0)  # the spares stand up their walls while the warm process is idle
+    before = call(sandbox, WHERE_AM_I)
+    attack = call(sandbox, REACH_FOR_EVERY_PROCESS)
+    started = time.monotonic()
+    after = [call(sandbox, WHERE_AM_I) for _ in range(6)]
+    assert attack.value == [[1], []], (attack.kind, attack.detail)  # itself alone, PID 1 of its namespace
+    assert before.value[0] == 1
+    assert [o.value for o in after] == [before.value] * 6, [(o.kind, o.detail) for o in after]
+    assert time.monotonic() - started < 6  # none stopped, none waiting out a limit
+
+
 def test_a_time_limit_says_no_time_finer_than_a_tenth_of_a_second(sandbox):
     """A call's limit may be what is left of the submission's time: its digits would time
     the calls before it (hidden tests' too) more finely than durations are rounded."""
