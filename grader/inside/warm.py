@@ -16,6 +16,7 @@ Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking``, ``witness``, `
 
 from __future__ import annotations
 
+import collections
 import gc
 import os
 import select
@@ -77,7 +78,7 @@ def main() -> None:
         if huge_pages.due() and not grading and not _readable(requests):
             huge_pages.fold_next()  # between submissions, a piece at a time
             continue
-        if len(_spares) < SPARES and not grading and not _readable(requests):
+        if len(_spares) < _spares_wanted() and not grading and not _readable(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
             _spares.append(_Child(ahead=True))
@@ -90,7 +91,10 @@ def main() -> None:
             return
         op = header.get("op")
         if op == "call":
+            if not grading:
+                _calls.append(0)  # a submission's first call
             grading = True
+            _calls[-1] += 1
             child, parts = None, []
             try:
                 reply, parts, child = _call(header, blob)
@@ -181,6 +185,15 @@ class _Child:
 # submission it waited through: at that submission's end the rest are discarded (_reset).
 SPARES = 6
 _spares: list[_Child] = []
+# As many spares as a submission makes calls, so that none forks on its path: the most the
+# last few submissions made (a class mostly submits one exercise at a time; one that
+# fails early makes fewer), within bounds (each spare is two processes of the sandbox's).
+_calls: collections.deque[int] = collections.deque(maxlen=4)
+MIN_SPARES, MAX_SPARES = 4, 16
+
+
+def _spares_wanted() -> int:
+    return min(MAX_SPARES, max(MIN_SPARES, *_calls)) if _calls else SPARES
 
 
 def _take_child() -> _Child:
