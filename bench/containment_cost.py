@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=300)
     args = parser.parse_args()
     rows = []
-    seccomp.compiled()  # as the warm process does before it forks
+    seccomp.prepare()  # as the warm process does before it forks
 
     box = Sandbox()
     box.start()
@@ -69,7 +69,7 @@ def main() -> None:
     if box.cgroup is not None:
         rows.append(("trusted: of which the OOM counters' mark", timed(box.cgroup.memory_mark, args.n)))
     for label, step in (("setsid + fresh session keyring", lambda: (os.setsid(), walls.join_new_keyring())),
-                        ("seccomp filter (build + load)", seccomp.install)):
+                        ("seccomp filter (load, made ready before the fork)", seccomp.install)):
         for again in (False, True):
             if again and "setsid" in label:
                 step = walls.join_new_keyring  # a second setsid fails: the keyring alone

@@ -149,14 +149,28 @@ def compiled(machine: str | None = None) -> bytes:
     return _compiled[machine]
 
 
+_ready: dict[str, tuple] = {}
+
+
+def prepare(machine: str | None = None) -> tuple:
+    """The filter in the kernel's structure and the prctl that loads it, made once (the warm
+    process does, before it forks): a call child then only loads it, with no Python objects
+    of its own to make and so no pages to copy on the way."""
+    machine = machine or platform.machine()
+    if machine not in _ready:
+        raw = compiled(machine)
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        _ready[machine] = (buf, ctypes.byref(fprog), fprog, prctl)
+    return _ready[machine]
+
+
 def install(machine: str | None = None) -> None:
     """Load the filter into this process (and all it starts from now on), for good."""
-    raw = compiled(machine)
-    buf = ctypes.create_string_buffer(raw, len(raw))
-    fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+    _, fprog, _, prctl = prepare(machine)
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "loading the system-call filter failed")

@@ -56,7 +56,7 @@ def main() -> None:
     gc.disable()
     import torch  # noqa: F401  (the point of being warm)
     from . import blocking, seccomp, wire, witness  # noqa: F401  (here, not compiled afresh in every child)
-    seccomp.compiled()  # once, here, for every child
+    seccomp.prepare()  # once, here, for every child
     witness.install()  # every backward() records how it began (before the warm-up runs one)
     _warm_up()
     # Everything imported so far stays as it is: a collection in a child then does not

@@ -52,7 +52,7 @@ def main() -> None:
     gc.disable()
     import torch
 
-    seccomp.compiled()
+    seccomp.prepare()
     _warm_up()
     gc.collect()
     gc.freeze()
