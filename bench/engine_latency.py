@@ -5,17 +5,20 @@ The naive grader is what most graders do: per submission, a fresh
 imported into the test process (so it also lacks our isolation). Both grade
 the same batch of autograd-basics submissions (the reference and its mutants).
 
-    .venv/bin/python bench/engine_latency.py [--n 60] [--baseline-n 12]
+    .venv/bin/python bench/engine_latency.py [--n 60] [--baseline-n 12] [--exercise SLUG]
 
 The warm engine is measured twice: with a short idle time before each submission
 (a worker that is not saturated, which forks its next children while idle) and
 back to back (saturated: every fork is on the path). Prints p50/p95 of each,
-the back-to-back throughput, and the ratios of the medians to the naive p50.
+the back-to-back throughput, the CPU per grade over every process of the machine
+during the idle run (run it on an otherwise idle machine), and the ratios of the
+medians to the naive p50.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -77,6 +80,15 @@ def warm(exercise, batch: list[tuple[str, str]], n: int, gap_s: float = 0.0) -> 
     return times
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent on anything but idling (/proc/stat): the
+    grades' CPU over every process (this one, both sandboxes' warm processes and all they
+    fork), on a machine otherwise idle."""
+    with open("/proc/stat") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
 def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
     times = []
     uid = settings().sandbox_uid
@@ -118,7 +130,9 @@ def main() -> None:
     started = time.perf_counter()
     saturated_ms = warm(exercise, batch, args.n)
     throughput = args.n / (time.perf_counter() - started)
+    busy = machine_busy_s()
     idle_ms = warm(exercise, batch, args.n, gap_s=args.gap_ms / 1000)
+    cpu_ms = (machine_busy_s() - busy) * 1000 / (args.n + 1)  # warm() grades once more first
     naive_ms = naive(exercise, batch, args.baseline_n)
     print(f"exercise {exercise.slug}: {len(batch)} distinct submissions (reference + mutants)")
     print(f"{'grader':<40}{'n':>5}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}")
@@ -129,6 +143,8 @@ def main() -> None:
         print(f"{label:<40}{len(ms):>5}{percentile(ms, .5):>10.1f}{percentile(ms, .95):>10.1f}"
               f"{statistics.mean(ms):>10.1f}")
     print(f"throughput back to back: {throughput:.1f} submissions/s (one worker)")
+    print(f"CPU per grade, every process on the machine (the idle run, spares forked between "
+          f"grades included): {cpu_ms:.0f} ms")
     for label, ms in rows[:2]:
         print(f"speed-up at p50, {label}: {percentile(naive_ms, .5) / percentile(ms, .5):.1f}x")
 
