@@ -257,8 +257,8 @@ def f():
 def test_processes_a_submission_stops_serve_no_later_submission(sandbox):
     """A spare child forked ahead lived through the attacker's calls; stopped, it was handed
     the next student's call, and the warm process blocked writing a request larger than a
-    pipe holds to it. Now every spare that lived through a submission's calls is discarded,
-    and a child is checked runnable before it gets a request."""
+    pipe holds to it. Now no call can name a spare (each call's processes are in a PID
+    namespace of their own), and a child is checked runnable before it gets a request."""
     sandbox.start()
     time.sleep(1.0)  # the warm process forks its spares while idle
     call(sandbox, STOP_EVERY_OTHER_PROCESS)
@@ -302,15 +302,18 @@ WHERE_AM_I = "import os\ndef f():\n    return [os.getpid(), os.getpriority(os.PR
 
 def test_spares_waiting_through_a_submissions_calls_are_out_of_their_reach(sandbox):
     """A spare waits for its call behind the walls that need nothing of it, of the calls'
-    uid, through the calls of the submission it will serve. No call can name it (each
+    uid, through calls of its own submission and of earlier ones. No call can name it (each
     call's processes are in a PID namespace of their own): a call reaches no other process,
-    and the calls after it run as the calls before it did."""
+    and the calls after it, of its submission and of the next student's, run as the calls
+    before it did."""
     sandbox.reset()
     time.sleep(1.0)  # the spares stand up their walls while the warm process is idle
     before = call(sandbox, WHERE_AM_I)
     attack = call(sandbox, REACH_FOR_EVERY_PROCESS)
     started = time.monotonic()
-    after = [call(sandbox, WHERE_AM_I) for _ in range(6)]
+    after = [call(sandbox, WHERE_AM_I) for _ in range(3)]
+    sandbox.reset()  # the attacker's submission ends; the spares that waited through it serve the next
+    after += [call(sandbox, WHERE_AM_I) for _ in range(3)]
     assert attack.value == [[1], []], (attack.kind, attack.detail)  # itself alone, PID 1 of its namespace
     assert before.value[0] == 1
     assert [o.value for o in after] == [before.value] * 6, [(o.kind, o.detail) for o in after]

@@ -133,12 +133,14 @@ def _warm_up() -> None:
 
 
 def _reset() -> None:
-    """Between submissions: no process of the last one survives, and no spare that lived
-    through its calls serves the next (none of them could name a spare, but a spare's walls
-    are only as good as what held while it waited). Spares are forked again after the sweep. (The
-    last submission's files lived in its calls' private /tmp; unsandboxed, in our scratch
-    folder, emptied here.)"""
-    while _spares:
+    """Between submissions: no process of the last one survives. The spares waiting behind
+    their walls serve the next: they were forked before the last submission's calls and
+    hold nothing of them, none of those calls could name them (each call's processes are in
+    a PID namespace of their own), and each is checked runnable, with our scheduling, when
+    taken. Unsandboxed, where no namespace keeps the calls from them, they are forked again
+    after the sweep. (The last submission's files lived in its calls' private /tmp;
+    unsandboxed, in our scratch folder, emptied here.)"""
+    while _spares and not IN_SANDBOX:
         _discard(_spares.pop())
     _end_call(None)
     if not IN_SANDBOX:
@@ -181,8 +183,7 @@ class _Child:
 
 
 # Forking a process with torch loaded costs 5-15 ms, so children are forked ahead,
-# while the warm process is idle. Each child still serves one call only, of the one
-# submission it waited through: at that submission's end the rest are discarded (_reset).
+# while the warm process is idle. Each child still serves one call only.
 SPARES = 6
 _spares: list[_Child] = []
 # As many spares as a submission makes calls, so that none forks on its path: the most the
