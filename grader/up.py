@@ -424,14 +424,13 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         while True:
             children.revive()
             time.sleep(0.5)
-    except _Stop:
-        _ignore(previous)
+    except _Stop:  # (_on_signal ignores the stop signals from then on)
         click.echo("stopping...")
         children.stop()
         click.echo("stopped")
         return 0
     except UpError as exc:
-        _ignore(previous)
+        _ignore(_STOPPING)
         click.echo(f"grader up: {exc}", err=True)
         if children.running:
             click.echo("stopping the others...", err=True)

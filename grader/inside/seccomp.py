@@ -163,13 +163,13 @@ def prepare(machine: str | None = None) -> tuple:
         fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-        _ready[machine] = (buf, ctypes.byref(fprog), fprog, prctl)
+        _ready[machine] = (buf, ctypes.byref(fprog), prctl)  # byref holds fprog, which points into buf
     return _ready[machine]
 
 
 def install(machine: str | None = None) -> None:
     """Load the filter into this process (and all it starts from now on), for good."""
-    _, fprog, _, prctl = prepare(machine)
+    _, fprog, prctl = prepare(machine)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
     if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
