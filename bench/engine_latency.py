@@ -5,7 +5,7 @@ The naive grader is what most graders do: per submission, a fresh
 imported into the test process (so it also lacks our isolation). Both grade
 the same batch of autograd-basics submissions (the reference and its mutants).
 
-    .venv/bin/python bench/engine_latency.py [--n 60] [--baseline-n 12] [--exercise SLUG]
+    .venv/bin/python bench/engine_latency.py [--n 60] [--baseline-n 12] [--exercise SLUG] [--in-flight 2]
 
 The warm engine is measured twice: with a short idle time before each submission
 (a worker that is not saturated, which forks its next children while idle) and
@@ -13,11 +13,16 @@ back to back (saturated: every fork is on the path). Prints p50/p95 of each,
 the back-to-back throughput, the CPU per grade over every process of the machine
 in a back-to-back pass of its own (run it on an otherwise idle machine), and the
 ratios of the medians to the naive p50.
+
+Then several grades in flight: ``--in-flight`` processes, each with sandboxes of its own
+(what a Celery worker with that concurrency runs), grade back to back at once. Printed:
+their throughput together, p50 per grade, and the CPU per grade over the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -89,6 +94,45 @@ def machine_busy_s() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
+def _in_flight_worker(slug: str, n: int, ready, go, results) -> None:
+    """One of several grading processes: its own sandboxes, started before the others begin."""
+    exercise = catalog.find(slug)
+    batch = submissions(exercise)
+    grade(exercise, batch[0][1])
+    grade(exercise, batch[1 % len(batch)][1])
+    ready.release()
+    go.wait()
+    times, start = [], time.perf_counter()
+    for i in range(n):
+        t = time.perf_counter()
+        grade(exercise, batch[(i + os.getpid()) % len(batch)][1])
+        times.append((time.perf_counter() - t) * 1000)
+    results.put((start, time.perf_counter(), times))
+
+
+def in_flight(exercise, processes: int, n: int) -> tuple[float, list[float], float]:
+    """Throughput (grades/s), per-grade times and CPU per grade (ms) with ``processes``
+    grading at once, ``n`` grades each."""
+    # Spawned, not forked: each starts clean, as a worker's pool process with sandboxes of its own.
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    workers = [ctx.Process(target=_in_flight_worker, args=(exercise.slug, n, ready, go, results))
+               for _ in range(processes)]
+    for w in workers:
+        w.start()
+    for _ in workers:
+        ready.acquire()
+    time.sleep(1.0)  # the last spares forked, the machine quiet
+    busy = machine_busy_s()
+    go.set()
+    runs = [results.get() for _ in workers]
+    cpu_ms = (machine_busy_s() - busy) * 1000 / (processes * n)
+    for w in workers:
+        w.join()
+    first, last = min(r[0] for r in runs), max(r[1] for r in runs)
+    return processes * n / (last - first), [t for r in runs for t in r[2]], cpu_ms
+
+
 def naive(exercise, batch: list[tuple[str, str]], n: int) -> list[float]:
     times = []
     uid = settings().sandbox_uid
@@ -123,6 +167,8 @@ def main() -> None:
     parser.add_argument("--exercise", default="autograd-basics")
     parser.add_argument("--gap-ms", type=int, default=200,
                         help="idle time before each submission in the unsaturated run")
+    parser.add_argument("--in-flight", type=int, default=2,
+                        help="grading processes at once in the last pass (0: skip it)")
     args = parser.parse_args()
 
     exercise = catalog.find(args.exercise)
@@ -137,6 +183,10 @@ def main() -> None:
     warm(exercise, batch, args.n)
     cpu_ms = (machine_busy_s() - busy) * 1000 / (args.n + 1)  # warm() grades once more first
     naive_ms = naive(exercise, batch, args.baseline_n)
+    if args.in_flight:
+        from grader.engine.grading import shutdown
+        shutdown()  # this process's sandboxes idle no more beside the others'
+        several = in_flight(exercise, args.in_flight, args.n)
     print(f"exercise {exercise.slug}: {len(batch)} distinct submissions (reference + mutants)")
     print(f"{'grader':<40}{'n':>5}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}")
     rows = ((f"warm engine, {args.gap_ms} ms idle before each", idle_ms),
@@ -149,6 +199,11 @@ def main() -> None:
     print(f"CPU per grade, every process on the machine (back to back, after the runs above): {cpu_ms:.0f} ms")
     for label, ms in rows[:2]:
         print(f"speed-up at p50, {label}: {percentile(naive_ms, .5) / percentile(ms, .5):.1f}x")
+    if args.in_flight:
+        rate, times, cpu = several
+        print(f"{args.in_flight} grades in flight ({args.in_flight} processes, back to back): "
+              f"{rate:.1f} submissions/s together ({rate / throughput:.2f}x one worker), "
+              f"p50 {percentile(times, .5):.1f} ms, CPU per grade {cpu:.0f} ms")
 
 
 if __name__ == "__main__":

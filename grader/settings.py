@@ -33,7 +33,8 @@ class Settings:
     # "bwrap" is the only safe choice; "none" runs submissions unconfined and
     # every report produced that way says so.
     sandbox: str
-    # The first of four uids: the student sandbox's warm process, its calls, the exercise
+    # Where the sandboxes' uids begin. Each worker process claims a block of four of its own
+    # (engine/uids.py): the student sandbox's warm process, its calls, the exercise
     # sandbox's warm process, its suites (each room's pair apart from the other's).
     sandbox_uid: int
     sandbox_tmp_mb: int  # size of the sandbox's /tmp (memory)
@@ -83,6 +84,8 @@ class Settings:
     database_url_given: bool = False  # GRADER_DATABASE_URL was set (else the instance folder's SQLite)
     # The longest a grade may take; Redis hands an unacknowledged task to another worker after it.
     grade_limit_s: int = 360
+    # Grades a worker runs at once (its pool's processes, each with sandboxes of its own).
+    worker_concurrency: int = 1
     now: str = ""  # GRADER_NOW: the service's clock fixed at this ISO 8601 time, or "@" and a file holding it
     prometheus_multiproc_dir: str = ""  # PROMETHEUS_MULTIPROC_DIR: counts shared by a pool's processes
     api_key: str = ""  # GRADER_API_KEY: the key `grader exercise push` sends
@@ -109,7 +112,7 @@ class Settings:
         return cls(
             exercises_dir=Path(os.environ.get("GRADER_EXERCISES_DIR", REPO_ROOT / "exercises")),
             sandbox="none" if unsafe else "bwrap",
-            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000 + 4 * (os.getpid() % 1000))),
+            sandbox_uid=int(os.environ.get("GRADER_SANDBOX_UID", 61000)),
             sandbox_tmp_mb=int(os.environ.get("GRADER_SANDBOX_TMP_MB", 512)),
             sandbox_cgroup=os.environ.get("GRADER_CGROUP", ""),
             sandbox_cpu_weight=_cpu_weight(os.environ.get("GRADER_SANDBOX_CPU_WEIGHT", "")),
@@ -146,6 +149,7 @@ class Settings:
             instance_dir=instance,
             database_url_given="GRADER_DATABASE_URL" in os.environ,
             grade_limit_s=int(os.environ.get("GRADER_GRADE_LIMIT_S", 360)),
+            worker_concurrency=_positive("GRADER_WORKER_CONCURRENCY", min(2, len(os.sched_getaffinity(0)))),
             now=os.environ.get("GRADER_NOW", "").strip(),
             prometheus_multiproc_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""),
             api_key=os.environ.get("GRADER_API_KEY", ""),
@@ -206,4 +210,13 @@ def _cpu_weight(text: str) -> int | None:
         return None
     if not text.strip().isdigit() or not 1 <= int(text) <= 10_000:
         raise ValueError(f"GRADER_SANDBOX_CPU_WEIGHT is a cgroup v2 CPU weight from 1 to 10000, not {text!r}")
+    return int(text)
+
+
+def _positive(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{name} is a whole number of at least 1, not {text!r}")
     return int(text)

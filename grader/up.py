@@ -401,7 +401,9 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> int:
         queues = "cpu,gpu,cpu-regrade,gpu-regrade" if config.gpu_queue or _gpu_present() else "cpu,cpu-regrade"
         worker = children.start("the Celery worker", "worker.log", [
             sys.executable, "-m", "celery", "-A", "grader.tasks:celery", "worker", "-Q", queues,
-            "--concurrency", "1", "-B", "--schedule-filename", str(instance / "celerybeat-schedule"),
+            # Two grades at once where there are two cores (each pool process with sandboxes
+            # of its own): one grade leaves a core idle while it waits on its sandboxes.
+            "--concurrency", str(config.worker_concurrency), "-B", "--schedule-filename", str(instance / "celerybeat-schedule"),
             "--without-gossip", "--without-mingle", "--hostname", "grader-up@%h", "-l", "info"])
         children.start("gunicorn", "web.log", [
             sys.executable, "-m", "gunicorn", "--bind", f"{_bind(host)}:{port}",

@@ -91,7 +91,7 @@ def grade_attack(target, name: str) -> Graded:
     sandbox = grading.sandbox_for(False)
     sandbox.start()
     starts = sandbox.starts
-    uid = sandbox.config.sandbox_uid
+    uid = sandbox.uid
     outcome: dict = {}
 
     def run():

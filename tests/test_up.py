@@ -192,6 +192,23 @@ def test_grader_up_starts_everything_grades_a_submission_and_stops_on_ctrl_c(tmp
         assert re.search(r'grader_grades_finished_total\{exercise="autograd-basics",status="graded"\} 1\.0', scraped)
         assert re.search(r'grader_submissions_received_total\{exercise="autograd-basics",way="api"\} 1\.0', scraped)
 
+        if len(os.sched_getaffinity(0)) >= 2:  # two cores: two grades at once, each in sandboxes of its own
+            paths = []
+            for student in ("first", "second"):
+                status, created = request(web_port, "POST", "/api/v1/submissions", key=key, body={
+                    "exercise": "autograd-basics", "source": SLOW_SOLUTION, "user": student})
+                assert status == 202, created
+                paths.append("/" + created["url"].split("/", 3)[3])
+            both_running, deadline = False, time.monotonic() + 120
+            while True:
+                states = [request(web_port, "GET", p, key=key)[1]["status"] for p in paths]
+                both_running |= states == ["running", "running"]
+                if states == ["graded", "graded"]:
+                    break
+                assert time.monotonic() < deadline, f"{states}:\n{up.output()}"
+                time.sleep(0.1)
+            assert both_running
+
         up.seen |= descendants(up.process.pid)
         names = " ".join(command_line(pid) for pid, _ in up.seen)
         assert "redis-server" in names and "celery" in names and "gunicorn" in names
@@ -329,3 +346,18 @@ def test_the_compose_file_has_every_service_and_only_settings_the_grader_reads()
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert "grader db upgrade" in " ".join(services["migrate"]["command"])
+
+
+def test_the_worker_grades_two_at_once_where_there_are_two_cores_and_as_many_as_the_operator_says(monkeypatch):
+    from grader.settings import Settings
+
+    monkeypatch.delenv("GRADER_WORKER_CONCURRENCY", raising=False)
+    assert Settings.from_env().worker_concurrency == min(2, len(os.sched_getaffinity(0)))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert Settings.from_env().worker_concurrency == 1
+    monkeypatch.setenv("GRADER_WORKER_CONCURRENCY", "4")
+    assert Settings.from_env().worker_concurrency == 4
+    for wrong in ("0", "two", "-1"):
+        monkeypatch.setenv("GRADER_WORKER_CONCURRENCY", wrong)
+        with pytest.raises(ValueError, match=f"GRADER_WORKER_CONCURRENCY is a whole number of at least 1, not '{wrong}'"):
+            Settings.from_env()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.bundle import Bundle
-from grader.engine import words
+from grader.engine import uids, words
 from grader.engine.bwrap import EXERCISE
 from grader.inside import wire
 from grader.protocol.report import LANGUAGES, TestResult, coarse_ms
@@ -63,7 +63,7 @@ class ExerciseSandbox(WarmProcess):
     @property
     def uid(self) -> int:
         # Two uids past the student sandbox's: neither room's processes can signal the other's.
-        return self.config.sandbox_uid + 2
+        return uids.claim(self.config.sandbox_uid) + 2
 
     def run(self, bundle: Bundle, source: str, device: str, on_call: OnCall,
             on_progress: Callable[[int, int], None] | None = None, visible_only: bool = False) -> SuiteRun:

@@ -13,7 +13,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from grader.engine import cgroup
+from grader.engine import cgroup, uids
 from grader.engine.bwrap import STUDENT
 from grader.inside import wire
 from grader.protocol import CallOutcome
@@ -65,7 +65,7 @@ class Sandbox(WarmProcess):
 
     @property
     def uid(self) -> int:
-        return self.config.sandbox_uid
+        return uids.claim(self.config.sandbox_uid)
 
     # ------------------------------------------------------------ requests
 
