@@ -166,7 +166,7 @@ class _Child:
                 # processes are in a PID namespace of their own.
                 for fd in (self.req_w, self.res_r, self.out_r):
                     os.close(fd)
-                _inner(req_r, res_w, out_w, parent)
+                _inner(req_r, res_w, out_w, parent, rehearse=ahead)
             except BaseException as exc:  # noqa: BLE001 - our bug, not the student's: say so
                 os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
             finally:
@@ -454,7 +454,7 @@ def _set_limits(limits: dict, device: str) -> None:
                      address_space=walls.vm_size() + memory if device != "cuda" else None)
 
 
-def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
+def _inner(req_r: int, res_w: int, out_w: int, parent: int, *, rehearse: bool = False) -> None:
     from . import seccomp, wire
 
     # A session of its own (and so an autogroup: renicing it slows only this call;
@@ -471,6 +471,8 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int) -> None:
     # there), and the child the warm process forked waits for it outside. Nothing that runs
     # a call can name it: every call's processes are in a PID namespace of their own.
     walls.enter_ahead(parent=parent, own_pids=True)
+    if rehearse:  # a spare, forked ahead: the call's first-touch costs, paid while it waits
+        first_use.rehearse()
     try:
         request, blob = wire.read_frame(req_r)
     except wire.WireError:
