@@ -2,6 +2,8 @@
 
 import math
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -219,3 +221,16 @@ def test_any_mutation_of_a_valid_value_decodes_or_raises_wire_error():
             wire.decode(mutated, blob[: rng.choice([len(blob), 8, 0])])
         except wire.WireError:
             pass
+
+
+def test_the_trusted_side_loads_torch_only_when_it_encodes_or_decodes():
+    # So that `grader grade` starts its sandboxes while it imports torch itself (grader.engine).
+    code = ("import sys, grader.engine.grading, grader.cli.grade\n"
+            "before = 'torch' in sys.modules\n"
+            "from grader.inside import wire\n"
+            "framed = wire.unpack(wire.pack({'x': 1}), max_header=64, max_blob=0)\n"
+            "framing = 'torch' in sys.modules\n"
+            "value = wire.decode(*wire.encode([1.5]))\n"
+            "print(before, framing, 'torch' in sys.modules, value, sorted(wire.DTYPES)[:2])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "False", "True", "[1.5]", "['bfloat16',", "'bool']"]

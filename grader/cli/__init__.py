@@ -19,7 +19,6 @@ from pathlib import Path
 
 import click
 
-from grader.db import shown_url
 from grader.settings import settings
 
 
@@ -173,6 +172,8 @@ def which_database() -> None:
             raise click.ClickException(
                 f"there is no database at {path}: run grader in the folder where `grader up` runs (its "
                 "instance/ holds the database), or set GRADER_DATABASE_URL to the service's database")
+    from grader.db import shown_url  # here: SQLAlchemy is a third of a second that `grader grade` needs not
+
     click.echo(f"database: {shown_url(url)}", err=True)
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import click
 
 from grader.catalog import CatalogError
-from grader.engine import SandboxUnavailable, grade
+from grader.engine import SandboxUnavailable, grade, grading
 from grader.protocol.report import COUNTED
 from grader.source import SourceError
-from grader.submissions import notebooks
 
 
 @click.command("grade")
@@ -27,6 +27,12 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
 
     Exit status: 0 full marks, 1 graded below full marks, 2 could not grade.
     """
+    # The sandboxes take seconds to start (each imports torch): they start now, while this
+    # process reads the submission and loads what grading needs itself.
+    threading.Thread(target=grading.warm_up, kwargs={"quiet": True}, name="grader-sandboxes-ahead",
+                     daemon=True).start()
+    from grader.submissions import notebooks  # the submissions package loads SQLAlchemy and Celery
+
     source, cell_map = submission.read_bytes(), None
     if notebooks.is_notebook_name(submission.name):
         try:

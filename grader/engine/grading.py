@@ -59,10 +59,10 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def warm_up(*, cpu: bool = True, cuda: bool = False) -> None:
+def warm_up(*, cpu: bool = True, cuda: bool = False, quiet: bool = False) -> None:
     """Start this process's sandboxes (the exercise's, and the student's for the CPU and,
     if asked, the GPU) before the first grade needs them; one that cannot start is left
-    for that grade to start and report."""
+    for that grade to start and report (``quiet``: only the grade says so)."""
     started = time.monotonic()
     room = exercise_sandbox()
     students = ([sandbox_for(False)] if cpu else []) + ([sandbox_for(True)] if cuda and cuda_available() else [])
@@ -73,8 +73,9 @@ def warm_up(*, cpu: bool = True, cuda: bool = False) -> None:
                 start_together(room, student)
         except SandboxUnavailable as exc:
             failed = True
-            log.warning("the sandboxes could not be started ahead of the first grade: %s", exc)
-    if not failed:  # the operator sees what a start costs; the tests, when a worker is settled
+            if not quiet:
+                log.warning("the sandboxes could not be started ahead of the first grade: %s", exc)
+    if not failed and not quiet:  # the operator sees what a start costs; the tests, when a worker is settled
         log.info("the sandboxes were started ahead of the first grade in %.1f s", time.monotonic() - started)
 
 

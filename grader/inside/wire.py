@@ -20,21 +20,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 _PREFIX = struct.Struct(">II")
 # An empty frame (no header, no blob): a process's word that it has sent its last frame.
 END = _PREFIX.pack(0, 0)
 
-DTYPES = {
-    name: getattr(torch, name)
-    for name in (
-        "float64", "float32", "float16", "bfloat16",
-        "int64", "int32", "int16", "int8", "uint8", "bool",
-        "complex64", "complex128",
-    )
-}
-_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+           "complex64", "complex128")
 
 MAX_DEPTH = 24
 MAX_NODES = 100_000
@@ -44,13 +35,36 @@ MAX_STRING = 1 << 20
 GRAD_ORIGINS = ("backward", "upstream", "written")
 MAX_PASSES = 64  # backward passes told apart per tensor (witness.passes)
 
-# A tensor's facts, read through torch's C-level attributes: a submission can replace what
-# ``torch.Tensor`` shows (Tensor.grad as a property answering a gradient of its own), never
-# these (TensorBase is an immutable type).
-_Base = torch._C.TensorBase
-_FACTS = {name: getattr(_Base, name).__get__ for name in (
-    "grad", "requires_grad", "is_leaf", "retains_grad", "grad_fn", "dtype", "shape", "device",
-    "is_sparse", "layout")}
+_TORCH_NAMES = ("torch", "DTYPES", "_DTYPE_NAMES", "_Base", "_FACTS", "_ITEMSIZE")
+
+
+def load() -> None:
+    """Import torch and make the tables that need it. Framing needs neither, so that the
+    trusted side can start its sandboxes (which import torch too, in processes of their
+    own) while it loads torch itself; encoding and decoding call this first."""
+    global torch, DTYPES, _DTYPE_NAMES, _Base, _FACTS, _ITEMSIZE
+    if "torch" in globals():
+        return
+    import torch as loaded
+
+    DTYPES = {name: getattr(loaded, name) for name in _DTYPES}
+    _DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+    # A tensor's facts, read through torch's C-level attributes: a submission can replace what
+    # ``torch.Tensor`` shows (Tensor.grad as a property answering a gradient of its own), never
+    # these (TensorBase is an immutable type).
+    _Base = loaded._C.TensorBase
+    _FACTS = {name: getattr(_Base, name).__get__ for name in (
+        "grad", "requires_grad", "is_leaf", "retains_grad", "grad_fn", "dtype", "shape", "device",
+        "is_sparse", "layout")}
+    _ITEMSIZE = {dtype: loaded.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
+    torch = loaded  # last: whoever finds it here finds the tables made
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_NAMES:
+        load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class WireError(Exception):
@@ -87,6 +101,7 @@ class TensorState:
         return self.data.dtype
 
     def __repr__(self) -> str:
+        load()
         facts = [f"shape={tuple(self.data.shape)}", f"dtype={_DTYPE_NAMES.get(self.data.dtype)}"]
         if self.requires_grad:
             facts.append("requires_grad")
@@ -123,6 +138,8 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
     comes from student code, which has no business making one.
     ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be;
     ``grad_passes(tensor)``: of the graphs its backward passes came through."""
+    if "torch" not in globals():
+        load()
     fact = _FACTS
     parts: list[bytes] = []
     offset = [0]
@@ -232,7 +249,6 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
 # ---------------------------------------------------------------- decoding
 
 _INT64_MAX = (1 << 63) - 1
-_ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
 def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
@@ -244,6 +260,8 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
     gradient is a node of the tree like any other, counted and at a depth; every shape
     fits int64. Any malformed input raises :class:`WireError`, never anything else.
     """
+    if "torch" not in globals():
+        load()
     count = [0]
     cursor = [0]  # where the next extent may start
     view = memoryview(blob)

@@ -22,6 +22,7 @@ from grader.catalog.uploads import UploadError, bundle_at, bundle_for
 from grader.db import now
 from grader.engine import SandboxUnavailable, grade
 from grader.engine.grading import warm_up
+from grader.inside import wire
 from grader.protocol.report import INFRASTRUCTURE
 from grader import logs, metrics
 from grader.submissions import GRADE_TASK, QUEUE_DEADLINE, enqueue
@@ -33,6 +34,10 @@ from grader.tasks import GRADE_HARD_LIMIT, celery, grading_on, orphans_of
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+
+# Torch, loaded where the worker starts, before its pool forks: each pool process then
+# shares the one copy of its modules rather than importing its own.
+wire.load()
 
 
 @celery.task(name=GRADE_TASK, bind=True, max_retries=MAX_ATTEMPTS)
