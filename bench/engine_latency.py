@@ -14,6 +14,10 @@ the back-to-back throughput, the CPU per grade over every process of the machine
 in a back-to-back pass of its own (run it on an otherwise idle machine), and the
 ratios of the medians to the naive p50.
 
+Where the idle grades' time goes is printed stage by stage, as the worker sees it (the
+frames of the exercise sandbox and the calls of the student one, timed as they pass), in
+an idle pass of its own.
+
 Then several grades in flight: ``--in-flight`` processes, each with sandboxes of its own
 (what a Celery worker with that concurrency runs), grade back to back at once. Printed:
 their throughput together, p50 per grade, and the CPU per grade over the machine.
@@ -37,6 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from grader import catalog  # noqa: E402
 from grader.engine import grade  # noqa: E402
+from grader.engine.exercise_sandbox import ExerciseSandbox  # noqa: E402
+from grader.engine.sandbox import Sandbox  # noqa: E402
+from grader.inside import wire  # noqa: E402
 from grader.engine.bwrap import bwrap_command  # noqa: E402
 from grader.settings import settings  # noqa: E402
 
@@ -83,6 +90,84 @@ def warm(exercise, batch: list[tuple[str, str]], n: int, gap_s: float = 0.0) -> 
         grade(exercise, batch[i % len(batch)][1])
         times.append((time.perf_counter() - start) * 1000)
     return times
+
+
+class Stages:
+    """The worker's view of each grade: when it sends the grade, when each of the suite's
+    calls arrives and is answered, when the verdicts come; and each call's time in the
+    student sandbox's warm process (its own measure, in the reply)."""
+
+    LABELS = {"before": "the worker, before sending the grade",
+              "first": "the suite, up to its first call",
+              "calls": "its calls, from request to answer",
+              "warm": "  of which in the student warm process",
+              "between": "the suite, between and after calls",
+              "after": "the worker, after the verdicts"}
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float]] = []
+        self.rows: dict[str, list[float]] = {}
+
+    def __enter__(self) -> "Stages":
+        self.saved = ExerciseSandbox.send, ExerciseSandbox.receive, Sandbox.call
+        send, receive, call = self.saved
+        marks = self.marks
+
+        def timed_send(box, header, *parts, **kwargs):
+            marks.append(("send " + str(header.get("op")), time.perf_counter()))
+            return send(box, header, *parts, **kwargs)
+
+        def timed_receive(box, *args, **kwargs):
+            envelope, frame = receive(box, *args, **kwargs)
+            event = envelope.get("event")
+            if event == "child":
+                event = wire.unpack(frame, max_header=1 << 20, max_blob=1 << 30)[0].get("event")
+            marks.append(("got " + str(event), time.perf_counter()))
+            return envelope, frame
+
+        def timed_call(box, *args, **kwargs):
+            out = call(box, *args, **kwargs)
+            marks.append(("warm", out.wall_ms / 1000))
+            return out
+
+        ExerciseSandbox.send, ExerciseSandbox.receive, Sandbox.call = timed_send, timed_receive, timed_call
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ExerciseSandbox.send, ExerciseSandbox.receive, Sandbox.call = self.saved
+
+    def grade(self, exercise, source: str) -> None:
+        self.marks.clear()
+        start = time.perf_counter()
+        grade(exercise, source)
+        end = time.perf_counter()
+        warm_s = [s for name, s in self.marks if name == "warm"]
+        marks = [m for m in self.marks if m[0] != "warm"]
+        sent = next(t for name, t in marks if name == "send grade")
+        finished = next(t for name, t in marks if name == "got finished")
+        at = {"before": sent - start, "first": 0.0, "calls": 0.0, "warm": sum(warm_s), "between": 0.0,
+              "after": end - finished}
+        previous, calls = sent, 0
+        for name, t in marks:
+            if name == "got call":
+                at["first" if calls == 0 else "between"] += t - previous
+                calls += 1
+            elif name == "send reply":
+                at["calls"] += t - previous
+            if name in ("got call", "send reply"):
+                previous = t
+        at["between"] += finished - previous
+        for stage, seconds in at.items():
+            self.rows.setdefault(stage, []).append(seconds * 1000)
+        self.rows.setdefault("n", []).append(calls)
+
+    def print(self) -> None:
+        total = sum(statistics.median(self.rows[k]) for k in ("before", "first", "calls", "between", "after"))
+        print(f"where an idle grade's time goes ({len(self.rows['n'])} grades, "
+              f"{statistics.median(self.rows['n']):g} calls each at p50), p50 per grade:")
+        for key, label in self.LABELS.items():
+            ms = statistics.median(self.rows[key])
+            print(f"  {label:<40}{ms:>8.1f} ms {100 * ms / total:>5.0f}%")
 
 
 def machine_busy_s() -> float:
@@ -177,6 +262,10 @@ def main() -> None:
     saturated_ms = warm(exercise, batch, args.n)
     throughput = args.n / (time.perf_counter() - started)
     idle_ms = warm(exercise, batch, args.n, gap_s=args.gap_ms / 1000)
+    with Stages() as stages:  # a pass of its own: the timing of the pass above is untouched
+        for i in range(min(args.n, 30)):
+            time.sleep(args.gap_ms / 1000)
+            stages.grade(exercise, batch[i % len(batch)][1])
     # CPU in a pass of its own, back to back, once the warm processes have folded their heaps
     # (which they do while idle, in the runs above): no idle gap adds the machine's own noise.
     busy = machine_busy_s()
@@ -195,6 +284,7 @@ def main() -> None:
     for label, ms in rows:
         print(f"{label:<40}{len(ms):>5}{percentile(ms, .5):>10.1f}{percentile(ms, .95):>10.1f}"
               f"{statistics.mean(ms):>10.1f}")
+    stages.print()
     print(f"throughput back to back: {throughput:.1f} submissions/s (one worker)")
     print(f"CPU per grade, every process on the machine (back to back, after the runs above): {cpu_ms:.0f} ms")
     for label, ms in rows[:2]:
