@@ -397,3 +397,31 @@ def test_a_suite_is_collected_before_its_grade_and_runs_the_grade_it_is_given(tm
     assert events == ["collected", "graded", *ran]
     assert [r.passed for r in run.results] == [True] * len(ran) and run.error is None
     assert progress[0] == (0, len(ran)) and progress[-1] == (len(ran), len(ran))
+
+
+BROKEN_SUITE = """
+import torch
+
+SCALE = {"x": 2}["y"]  # the exercise's own bug, at import
+
+
+def test_never_runs(student):
+    pass
+"""
+
+
+def test_a_suite_that_cannot_be_collected_says_where_in_its_own_traceback(tmp_path):
+    # Its failures' reports are cut to one line once the tests run; a collection error's is not.
+    from grader.testing import harness
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_broken.py").write_text(BROKEN_SUITE)
+    loaded = set(sys.modules)
+    try:
+        run = harness.run_suite(tmp_path, object())
+    finally:
+        for name in set(sys.modules) - loaded:
+            if name.rpartition(".")[2] == "test_broken":
+                del sys.modules[name]
+    assert run.error.startswith("the exercise's tests could not be collected")
+    assert "test_broken.py" in run.error and "KeyError" in run.error and 'SCALE = {"x": 2}["y"]' in run.error
