@@ -82,3 +82,23 @@ def test_a_host_with_every_block_held_gets_a_clear_error(tmp_path, monkeypatch):
     finally:
         holder.stdin.close()
         holder.wait()
+
+
+def test_a_folder_that_cannot_be_written_says_so(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(uids.NoFreeUids, match=r"the sandboxes' uids cannot be claimed: .*file/claims cannot be written"):
+        uids.claim(70000, claims=tmp_path / "file" / "claims")
+
+
+def test_a_worker_that_cannot_claim_uids_cannot_start_its_sandbox_and_says_why(monkeypatch, tmp_path):
+    from grader.engine.sandbox import Sandbox
+    from grader.engine.warm_process import SandboxUnavailable
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(uids, "CLAIMS", tmp_path / "file" / "claims")
+    box = Sandbox()
+    try:
+        with pytest.raises(SandboxUnavailable, match="cannot be written"):
+            box.start()
+    finally:
+        box.close()

@@ -27,9 +27,11 @@ class NoFreeUids(RuntimeError):
     pass
 
 
-def claim(first: int, *, claims: Path = CLAIMS) -> int:
+def claim(first: int, *, claims: Path | None = None) -> int:
     """This process's block, the first free one from ``first`` (claimed on the first call
-    of each process: a forked child claims its own, its parent's lock being its parent's)."""
+    of each process: a forked child claims its own, its parent's lock being its parent's).
+    ``claims``: where the locks are (CLAIMS)."""
+    claims = claims or CLAIMS
     if os.geteuid() != 0:
         return first  # only root changes uid: unprivileged, bubblewrap refuses anyway
     if _held and next(iter(_held.values()))[0] != os.getpid():
@@ -38,16 +40,20 @@ def claim(first: int, *, claims: Path = CLAIMS) -> int:
         _held.clear()
     if (claims, first) in _held:
         return _held[claims, first][1]
-    claims.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for block in range(BLOCKS):
-        uid = first + BLOCK * block
-        fd = os.open(claims / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        _held[claims, first] = (os.getpid(), uid, fd)
-        return uid
+    try:
+        claims.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for block in range(BLOCKS):
+            uid = first + BLOCK * block
+            fd = os.open(claims / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            _held[claims, first] = (os.getpid(), uid, fd)
+            return uid
+    except OSError as exc:
+        raise NoFreeUids(f"the sandboxes' uids cannot be claimed: {claims} cannot be written "
+                         f"({exc.strerror}); a worker that runs as root needs it") from None
     raise NoFreeUids(f"all {BLOCKS} blocks of {BLOCK} sandbox uids from {first} are held by other "
                      f"processes of this host (see {claims}); set GRADER_SANDBOX_UID to another range")

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from grader.engine import cgroup
+from grader.engine import cgroup, uids
 from grader.engine.bwrap import Room, bwrap_command
 from grader.inside import wire
 from grader.settings import Settings, settings as load_settings
@@ -103,7 +103,11 @@ class WarmProcess:
                     "bubblewrap is not installed, so submissions cannot be sandboxed. "
                     "Install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`), or, on a "
                     "development machine only, set GRADER_UNSAFE_NO_SANDBOX=1.")
-            cmd = bwrap_command(cuda=self.cuda, uid=self.uid, tmp_bytes=self.config.sandbox_tmp_mb << 20,
+            try:
+                uid = self.uid
+            except uids.NoFreeUids as exc:
+                raise SandboxUnavailable(str(exc)) from None
+            cmd = bwrap_command(cuda=self.cuda, uid=uid, tmp_bytes=self.config.sandbox_tmp_mb << 20,
                                 room=self.room)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = "/"
