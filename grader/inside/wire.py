@@ -138,8 +138,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
     comes from student code, which has no business making one.
     ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be;
     ``grad_passes(tensor)``: of the graphs its backward passes came through."""
-    if "torch" not in globals():
-        load()
+    load()
     fact = _FACTS
     parts: list[bytes] = []
     offset = [0]
@@ -260,8 +259,7 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
     gradient is a node of the tree like any other, counted and at a depth; every shape
     fits int64. Any malformed input raises :class:`WireError`, never anything else.
     """
-    if "torch" not in globals():
-        load()
+    load()
     count = [0]
     cursor = [0]  # where the next extent may start
     view = memoryview(blob)
