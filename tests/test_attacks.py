@@ -142,8 +142,8 @@ def stray_processes(uid: int, wait: float = 3.0) -> list[str]:
 
     The warm process runs as the sandbox uid under bubblewrap (root). It may keep children
     forked ahead for the next calls, each behind the walls that need nothing of a call:
-    a direct child with its command line, already of uid + 1 (the uid calls run as), whose
-    one child (PID 1 of the call's namespace to come, the same command line) is blocked
+    a direct child with its command line, already of uid + 1 (the uid calls run as), the
+    first process of the call's PID namespace to come, with no child of its own, blocked
     reading the request pipe. Any other process of the sandbox uid is something a
     submission left, and so is any other process of uid + 1 once the call is over.
     """
@@ -154,13 +154,10 @@ def stray_processes(uid: int, wait: float = 3.0) -> list[str]:
         warm = {pid: cmd for pid, parent, cmd in running if parent not in ours}
         stray = [f"{pid} {cmd}" for pid, parent, cmd in running if parent in ours]
         calls = processes(uid + 1)
-        children: dict[int, list[tuple[int, str]]] = {}
-        for pid, parent, cmd in calls:
-            children.setdefault(parent, []).append((pid, cmd))
+        parents = {parent for _, parent, _ in calls}
         spares = {pid for pid, parent, cmd in calls if parent in warm and cmd == warm[parent]
-                  and len(children.get(pid, [])) == 1 and children[pid][0][1] == cmd
-                  and _waits_on_pipe(children[pid][0][0])}
-        stray += [f"{pid} {cmd}" for pid, parent, cmd in calls if pid not in spares and parent not in spares]
+                  and pid not in parents and _waits_on_pipe(pid)}
+        stray += [f"{pid} {cmd}" for pid, parent, cmd in calls if pid not in spares]
         if not stray or time.monotonic() > deadline:
             return stray
         time.sleep(0.1)

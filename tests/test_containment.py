@@ -185,6 +185,18 @@ def test_each_call_has_its_own_session_and_keyring(sandbox):
     assert first.value[1] != second.value[1]  # a fresh autogroup each
 
 
+
+def test_a_call_is_the_first_of_its_own_pids_and_holds_the_calls_uid_alone(sandbox):
+    """Each call's process is born PID 1 of a namespace of its own, in a user namespace that
+    maps the calls' uid only: the warm process's uid, which it was forked by, is not there."""
+    source = ("import os\ndef f():\n    return [os.getpid(), list(os.getresuid()), list(os.getresgid()),"
+              " open('/proc/self/uid_map').read().split(), sorted(p for p in os.listdir('/proc') if p.isdigit())]\n")
+    pid, uids, gids, uid_map, processes = call(sandbox, source).value
+    calls = sandbox.uid + 1
+    assert pid == 1 and processes == ["1"]
+    assert uids == [calls] * 3 and gids == [calls] * 3
+    assert uid_map == [str(calls), str(calls), "1"]
+
 # ------------------------------------------------------------------ what is mounted
 
 def test_an_installed_grader_package_is_hidden_from_the_sandbox():

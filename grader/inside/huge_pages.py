@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from typing import Callable
 
 _MADV_COLLAPSE = 25
 HUGE = 2 << 20
@@ -33,11 +34,12 @@ _pieces: list[tuple[int, int]] | None = None  # what is left to fold, once foldi
 folded = 0  # bytes folded so far
 
 
-def fork() -> int:
-    """os.fork(), timed: what the forks cost decides when the heap is folded."""
+def fork(how: Callable[[], int] = os.fork) -> int:
+    """``how()`` (os.fork(), or a fork like it), timed: what the forks cost decides when
+    the heap is folded."""
     global _forking
     began = time.perf_counter()
-    pid = os.fork()
+    pid = how()
     if pid:
         _forking += time.perf_counter() - began
     return pid

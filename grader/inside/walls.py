@@ -21,7 +21,6 @@ import errno
 import os
 import platform
 import resource
-import select
 import shutil
 import signal
 from typing import Callable
@@ -128,55 +127,60 @@ def own_session() -> None:
     join_new_keyring()
 
 
-def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None],
-          own_pids: bool = False) -> None:
+def enter(*, tmp_bytes: int, parent: int, folder: str, populate: Callable[[], None]) -> None:
     """A child's own walls, before anything untrusted runs: the children's uid, and
     (inside the sandbox) a user, IPC, network and mount namespace of its own with a private /tmp
     of ``tmp_bytes``, in which ``populate()`` writes ``folder``, then made read-only; no
     further user namespaces (through which an unbounded tmpfs could be mounted), and no
     capabilities left. A step that fails ends the child with NOT_ISOLATED.
 
-    ``own_pids``: a PID namespace of its own too, with its own /proc (see
-    :func:`_first_of_its_pids`): this process forks once more, and what returns from here
-    is its child, PID 1 of the new namespace; this process waits for it and ends as it ended.
-
     The same as :func:`enter_ahead` then :func:`enter_rest`, which a child that waits for
     its work calls apart: the first before the work is known, the second once it is."""
-    enter_ahead(parent=parent, own_pids=own_pids)
+    enter_ahead(parent=parent)
     enter_rest(tmp_bytes=tmp_bytes, folder=folder, populate=populate)
 
 
 def enter_ahead(*, parent: int, own_pids: bool = False) -> None:
     """The walls that need nothing of the work to come: the children's uid for good, the
-    parent-death signal, the namespaces, and with ``own_pids`` the fork into the PID
-    namespace (what returns is PID 1 of it). Nothing of the work is here yet, and until
-    :func:`enter_rest` the capabilities within its own user namespace are still held."""
-    if child_uid is not None:
+    parent-death signal, the namespaces. With ``own_pids`` this process was forked by
+    :func:`fork_own_pids` and is PID 1 of a PID namespace of its own, whose /proc it
+    mounts here. Nothing of the work is here yet, and until :func:`enter_rest` the
+    capabilities within its own user namespace are still held."""
+    cloned = own_pids and IN_SANDBOX
+    if cloned and os.getpid() != 1:
+        os.write(2, b"sandbox: could not isolate the call (not the first of its own PIDs)\n")
+        os._exit(NOT_ISOLATED)
+    if child_uid is not None and not cloned:
         os.setresgid(child_uid, child_uid, child_uid)
         os.setresuid(child_uid, child_uid, child_uid)
     # The uid change cleared it: if the warm process dies, so does this child (in the
     # sandbox the end of its PID 1 ends it anyway; unsandboxed this is what does).
     check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
-    if os.getppid() != parent:
+    if not cloned and os.getppid() != parent:
         os._exit(PARENT_GONE)  # the warm process died before the signal was set
     if not IN_SANDBOX:
         return
-    uid, gid = os.getuid(), os.getgid()
+    uid, gid = _cloned_as if cloned else (os.getuid(), os.getgid())
     libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
-    # A network namespace of its own too, its loopback down: no socket a call opens (and no
-    # port number, nor TIME_WAIT entry, that would outlive it) is seen by another call.
-    check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET
-                       | (_CLONE_NEWPID if own_pids else 0)), "unshare")
+    if not cloned:
+        # A network namespace of its own too, its loopback down: no socket a call opens (and
+        # no port number, nor TIME_WAIT entry, that would outlive it) is seen by another call.
+        check(libc.unshare(_NAMESPACES), "unshare")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
+    if cloned:
+        # Forked while the warm process acted as the children's uid: that uid now for good,
+        # within the namespace it owns (the warm process's own uid is not even mapped here).
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
     # An OOM in the sandbox's cgroup ends this child (and what it started), not the
     # warm process, which the launcher made the last choice.
     with open("/proc/self/oom_score_adj", "w") as fh:
         fh.write("1000")
-    if own_pids:
-        _first_of_its_pids()
+    if cloned:
+        _own_proc()
 
 
 def enter_rest(*, tmp_bytes: int, folder: str, populate: Callable[[], None]) -> None:
@@ -199,66 +203,78 @@ def enter_rest(*, tmp_bytes: int, folder: str, populate: Callable[[], None]) -> 
     drop_capabilities()
 
 
-def _first_of_its_pids() -> None:
-    """Fork into the PID namespace unshared before: the child, PID 1 there, returns from
-    here; this process waits for it and ends as it did, so that whoever waits for us
-    (the warm process) learns how the call ended.
+# ---------------------------------------------------------------- a call's own PIDs
+#
+# Every PID of the sandbox's own namespace is handed out from one counter, which would
+# outlive a call: a call that spawns threads moves it, and a later call (another test's,
+# whose inputs differ) reads how far, from /proc/sys/kernel/ns_last_pid or from its own
+# PIDs. In a namespace of its own, a call counts from 1 again, and its /proc shows its own
+# processes only. Its first process is the namespace's init: when it ends, the kernel ends
+# every process still in it.
+#
+# os.fork() cannot make that first process: a PID namespace takes only the children of the
+# process that made it, so a child would have to make it and fork once more, and each call
+# would cost two copies of the torch image where one does (each copy milliseconds of CPU to
+# make and to tear down: bench/engine_latency.py). clone3() makes the namespaces and the child in one
+# step, with Python's own before- and after-fork work around it, as os.fork() does it.
 
-    Every PID of the sandbox's own namespace is handed out from one counter, which
-    would outlive the call: a call that spawns threads moves it, and a later call
-    (another test's, whose inputs differ) reads how far, from
-    /proc/sys/kernel/ns_last_pid or from its own PIDs. In a namespace of its own, a call
-    counts from 1 again, and its /proc (mounted here, for that namespace) shows its own
-    processes only: /proc/self no longer gives away a PID of the outer count. The child
-    is the namespace's init: when it ends, the kernel ends every process still in it."""
-    alive_r, alive_w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        os.write(2, f"sandbox: could not isolate the call (own PIDs: {exc})\n".encode())
-        os._exit(NOT_ISOLATED)
+_SYS_CLONE3 = 435  # the same on every architecture that has it
+_NAMESPACES = _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in
+                ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size", "tls")]
+
+
+_CLONE_OWN_PIDS = _CloneArgs(flags=_NAMESPACES | _CLONE_NEWPID, exit_signal=signal.SIGCHLD)
+# Both hold the GIL across the call, as os.fork() holds it across fork().
+_clone3 = ctypes.PyDLL(None, use_errno=True).syscall
+_clone3.restype = ctypes.c_long
+_python = ctypes.pythonapi
+_cloned_as = (0, 0)  # the uid and gid a child of fork_own_pids() maps and becomes
+
+
+def fork_own_pids() -> int:
+    """os.fork(), the child born PID 1 of a PID namespace of its own, in a user, IPC, mount
+    and network namespace of its own that the children's uid owns (see :func:`enter_ahead`).
+    Only a single-threaded process may call it (as a warm process is): unlike glibc's fork,
+    no pthread_atfork handler runs, and a lock another thread held would stay held.
+    Unsandboxed, a plain fork."""
+    global _cloned_as
+    if not IN_SANDBOX:
+        return os.fork()
+    if len(os.listdir("/proc/self/task")) != 1:
+        raise RuntimeError("a fork of its own PIDs needs a process of one thread")
+    _cloned_as = (child_uid, child_uid) if child_uid is not None else (os.getuid(), os.getgid())
+    # The namespaces' owner is the effective uid at the clone: the children's, for a moment.
+    acting = as_child_user()
+    acting.__enter__()
+    _python.PyOS_BeforeFork()
+    pid = _clone3(_SYS_CLONE3, ctypes.byref(_CLONE_OWN_PIDS), ctypes.sizeof(_CloneArgs))
     if pid == 0:
-        os.close(alive_w)
-        # A parent-death signal is not inherited; set again, then make sure the parent
-        # had not ended already (its end closed the pipe). Its PID is outside our
-        # namespace, so getppid() cannot tell.
-        check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
-        if select.select([alive_r], [], [], 0)[0]:
-            os._exit(PARENT_GONE)
-        os.close(alive_r)
-        # A session (and process group) of its own: kill(0, ...) reaches the call's
-        # processes, never the parent that waits.
+        _python.PyOS_AfterFork_Child()
+        return 0  # acting as the children's uid still: enter_ahead() makes it for good
+    error = ctypes.get_errno()
+    _python.PyOS_AfterFork_Parent()
+    acting.__exit__(None, None, None)
+    if pid < 0:
+        raise OSError(error, f"clone3: {os.strerror(error)}")
+    return pid
+
+
+def _own_proc() -> None:
+    """The first of its own PIDs: a session (and process group) of its own, so that
+    kill(0, ...) reaches the call's processes only, and a /proc of its PID namespace."""
+    if os.getsid(0) != os.getpid():
         own_session()
-        check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "own /proc")
-        for name in _PROC_COVERS:
-            cover = f"/proc/{name}".encode()
-            if os.path.isdir(cover):
-                check(libc.mount(cover, cover, None, _MS_BIND, None), f"/proc/{name}")
-                check(libc.mount(None, cover, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID
-                                 | _MS_NODEV | _MS_NOEXEC, None), f"read-only /proc/{name}")
-        return
-    # The parent runs nothing of the call: it holds none of its pipes (they end when the
-    # child's writes do) and no capability, and waits, holding the pipe whose end would
-    # tell the child that it is gone.
-    os.closerange(0, alive_w)
-    os.closerange(alive_w + 1, 65536)
-    drop_capabilities()
-    try:
-        _, status = os.waitpid(pid, 0)
-    except BaseException:  # noqa: BLE001 - nothing to wait for: the sandbox's failure
-        os._exit(NOT_ISOLATED)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            if sig not in (signal.SIGKILL, signal.SIGSTOP):
-                signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-            os.kill(os.getpid(), sig)
-        except BaseException:  # noqa: BLE001 - a signal we cannot raise: say which in the status
-            pass
-        os._exit(128 + sig)
-    os._exit(os.waitstatus_to_exitcode(status))
+    check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "own /proc")
+    for name in _PROC_COVERS:
+        cover = f"/proc/{name}".encode()
+        if os.path.isdir(cover):
+            check(libc.mount(cover, cover, None, _MS_BIND, None), f"/proc/{name}")
+            check(libc.mount(None, cover, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID
+                             | _MS_NODEV | _MS_NOEXEC, None), f"read-only /proc/{name}")
 
 
 def check(result: int, step: str) -> None:
@@ -318,25 +334,19 @@ def close_all_but(*keep: int) -> None:
 dying: set[int] = set()  # killed, not yet reaped
 
 
-def sweep(keep: set[int], *, their_children: bool = False) -> None:
-    """Kill every process of the sandbox but us and ``keep`` (with ``their_children``,
-    and the children of those: a spare's PID 1, forked when it was), however many a fork
-    bomb keeps making. As PID 1 of our namespace we see them all in /proc.
+def sweep(keep: set[int]) -> None:
+    """Kill every process of the sandbox but us and ``keep``, however many a fork bomb
+    keeps making. As PID 1 of our namespace we see them all in /proc.
 
     It does not wait for them to die: a process with SIGKILL pending runs no more of its
     code and cannot fork, and its teardown (milliseconds, for a copy of torch) is the
     kernel's. They are reaped on later sweeps."""
-    parents = set(keep) if their_children else set()
     keep = {os.getpid()} | keep
     killed: set[int] = set()
     with as_child_user():  # their uid, so that we may signal them
         for _ in range(10_000):
             reap_dead()
             fresh = {int(p) for p in os.listdir("/proc") if p.isdigit()} - keep - killed
-            if parents:
-                kept = {pid for pid in fresh if _parent(pid) in parents}
-                keep |= kept
-                fresh -= kept
             if not fresh:
                 return
             for pid in fresh:
@@ -346,14 +356,6 @@ def sweep(keep: set[int], *, their_children: bool = False) -> None:
                     pass
             killed |= fresh
             dying.update(fresh)
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def reap_dead() -> None:

@@ -157,7 +157,8 @@ class _Child:
         self.res_r, res_w = os.pipe()
         self.out_r, out_w = os.pipe()
         parent = os.getpid()
-        self.pid = huge_pages.fork()
+        # Born the first of a PID namespace of its own (walls.fork_own_pids says why).
+        self.pid = huge_pages.fork(walls.fork_own_pids)
         if self.pid == 0:
             try:
                 # It waits behind the walls that need nothing of the call (the calls' uid
@@ -441,9 +442,9 @@ def _end_call(pid: int | None) -> None:
 
 
 def _sweep() -> None:
-    """Kill every process of the sandbox but us and the spare children (with the PID 1 of
-    the namespace each waits behind)."""
-    walls.sweep({child.pid for child in _spares}, their_children=True)
+    """Kill every process of the sandbox but us and the spare children (each the first of
+    its own PID namespace, which holds nothing else yet)."""
+    walls.sweep({child.pid for child in _spares})
 
 
 def _set_limits(limits: dict, device: str) -> None:
@@ -467,9 +468,8 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int, *, rehearse: bool = 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing
     # The walls that need nothing of the call go up while it is not yet here (a spare waits
-    # behind them): from here on this is a process of the call's own PID namespace (PID 1
-    # there), and the child the warm process forked waits for it outside. Nothing that runs
-    # a call can name it: every call's processes are in a PID namespace of their own.
+    # behind them). This process is PID 1 of the call's own PID namespace: nothing that runs
+    # another call can name it, every call's processes are in a PID namespace of their own.
     walls.enter_ahead(parent=parent, own_pids=True)
     if rehearse:  # a spare, forked ahead: the call's first-touch costs, paid while it waits
         first_use.rehearse()
