@@ -6,7 +6,10 @@ This runs an exercise's suite the same way (``grader.testing.harness.run_suite``
 process, many times, against the exercise's reference solution called through the wire's
 encoding as the student sandbox would send it, and prints the median CPU of each stage and
 its share of the whole run, and what is left once the submission arrives (the sandbox has
-the suite configured and collected before that):
+the suite configured and collected before that). Runs alternate between pytest's
+configuration made ahead (``harness.prepare``, outside the measure, as the warm process makes
+it before it forks) and made afresh by ``pytest.main``; the table is the first, and a line
+compares the two:
 
     .venv/bin/python bench/suite_stages.py [--n 60] [--exercise autograd-basics]
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
 import sys
@@ -95,7 +99,8 @@ def main() -> None:
         folder = Path(scratch)
         shutil.copytree(exercise.tests_dir, folder / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         # The first runs pay first-use costs that a warm process has paid before it forks.
-        runs = [_measured(folder, modules, source) for _ in range(args.n + 3)][3:]
+        both = [_measured(folder, modules, source, prepared=i % 2 == 0) for i in range(2 * args.n + 6)][6:]
+    runs, afresh = both[0::2], both[1::2]
     passed = {count for _, count in runs}
     totals = [sum(stages.values()) * 1000 for stages, _ in runs]
     whole = statistics.median(totals)
@@ -110,6 +115,11 @@ def main() -> None:
     # arrives (grader/testing/warm.py): what a grade waits for is the rest.
     after = statistics.median(sum(stages[s] for s in STAGES[2:]) * 1000 for stages, _ in runs)
     print(f"{'after the submission arrives':<34}{after:>12.1f}{after / whole:>8.0%}")
+    made = statistics.median(stages[STAGES[0]] * 1000 for stages, _ in afresh)
+    ahead = statistics.median(stages[STAGES[0]] * 1000 for stages, _ in runs)
+    whole_afresh = statistics.median(sum(stages.values()) * 1000 for stages, _ in afresh)
+    print(f"{STAGES[0]}: {ahead:.1f} ms with pytest's configuration made ahead, {made:.1f} ms made afresh "
+          f"({ahead / made:.2f}x); whole run {whole:.1f} ms against {whole_afresh:.1f} ms ({whole / whole_afresh:.2f}x)")
 
 
 def _loaded(name: str, path: Path):
@@ -119,11 +129,12 @@ def _loaded(name: str, path: Path):
     return module
 
 
-def _measured(folder: Path, modules: dict, source: str) -> tuple[dict[str, float], int]:
+def _measured(folder: Path, modules: dict, source: str, prepared: bool) -> tuple[dict[str, float], int]:
     clock = Clock()
+    config = harness.prepare(folder, os.getcwd()) if prepared else None
     loaded = set(sys.modules)
     started = time.process_time()
-    run = _run_suite_with(folder, Channel(modules, source, clock), clock)
+    run = _run_suite_with(folder, Channel(modules, source, clock), clock, config)
     ended = time.process_time()
     for name in set(sys.modules) - loaded:  # as in a fresh child: the suite's modules are new each grade
         sys.modules.pop(name, None)
@@ -138,7 +149,7 @@ def _measured(folder: Path, modules: dict, source: str) -> tuple[dict[str, float
     return stages, sum(r.passed for r in run.results)
 
 
-def _run_suite_with(folder: Path, channel: Channel, clock: Clock):
+def _run_suite_with(folder: Path, channel: Channel, clock: Clock, prepared):
     """harness.run_suite, with the clock among pytest's plugins."""
     main = pytest.main
 
@@ -147,7 +158,7 @@ def _run_suite_with(folder: Path, channel: Channel, clock: Clock):
 
     pytest.main = with_clock
     try:
-        return harness.run_suite(folder, channel)
+        return harness.run_suite(folder, channel, prepared=prepared)
     finally:
         pytest.main = main
 

@@ -292,6 +292,46 @@ def test_the_next_grade_finds_its_exercises_tests_collected_before_its_submissio
         pytest.fail("every grade's tests were collected only after its submission arrived")
 
 
+HOOKS_CONFTEST = """import pytest
+
+SEEN = []
+
+
+def pytest_configure(config):
+    SEEN.append(f"configure {config.getoption('assertmode')} {config.rootpath.name}")
+
+
+def pytest_sessionstart(session):
+    SEEN.append("sessionstart")
+
+
+def pytest_collection_modifyitems(items):
+    SEEN.append(f"collected {len(items)}")
+
+
+@pytest.fixture
+def seen():
+    return SEEN
+"""
+
+HOOKS_TEST = """from grader.testing import visible
+
+
+@visible
+def test_hooks(seen):
+    assert False, f"seen {seen}"
+"""
+
+
+def test_each_grade_runs_its_suites_conftest_hooks_once_as_a_fresh_pytest_run_would(tmp_path, worker):
+    """pytest's configuration is made ahead in the warm process; each grade's copy of it is
+    used once, and the suite's own conftest is read and its hooks run in the grade's child."""
+    bundle = bundle_in(tmp_path, worker, {"conftest.py": HOOKS_CONFTEST, "test_hooks.py": HOOKS_TEST})
+    expected = "seen ['configure plain bundle', 'sessionstart', 'collected 1']"
+    for _ in range(3):
+        assert messages(grade(bundle, SOLUTION))["test_hooks"] == expected
+
+
 def test_a_warm_process_lost_just_after_a_grade_leaves_that_grades_verdicts_standing(
         tmp_path, worker, monkeypatch):
     """Once a grade has its verdicts, the worker sends the exercise ahead for the next

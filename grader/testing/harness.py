@@ -7,12 +7,14 @@ which the ``student`` fixture of ``grader.testing`` wraps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from _pytest import config as pytest_config
 
 from grader.protocol.report import TestResult, coarse_ms
 from grader.testing import api
@@ -131,25 +133,43 @@ class _Collector:
         return result
 
 
+def prepare(root: Path, cwd: str):
+    """pytest's configuration of a suite that will run in ``root``/tests from ``cwd``, made
+    before the suite is there: its plugin manager with pytest's own plugins imported and
+    registered, and their options declared (what ``pytest.main`` makes first, about 15 ms
+    of each grade's CPU: bench/suite_stages.py). Nothing of the suite is read or run. A
+    warm process makes it once, and each grade's child, a copy, uses its own copy once
+    (``run_suite(..., prepared=...)``): pytest's own parse of the arguments, the suite's
+    conftest files and every hook run there, as in a fresh ``pytest.main``."""
+    from _pytest.config import get_config
+
+    with contextlib.chdir(cwd):  # pytest's invocation folder, as the run's own would be
+        return get_config(_arguments(root), None)
+
+
 def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False,
-              start: Callable[[], bool] | None = None) -> SuiteRun:
+              start: Callable[[], bool] | None = None, prepared=None) -> SuiteRun:
     """Run the suite in ``root``/tests (a bundle's folder) against ``channel``; with
     ``visible_only``, its visible tests alone (an exercise may have none).
 
     ``start``, where given, is called once the tests are collected, before the first one
     runs: it waits for the grade (readying ``channel``) and says whether ``visible_only``.
-    So a suite is configured and collected before its submission exists."""
-    tests_dir = root / "tests"
+    So a suite is configured and collected before its submission exists.
+
+    ``prepared``: what :func:`prepare` made for ``root``, used once, in place of the
+    configuration ``pytest.main`` would make afresh."""
     collector = _Collector(channel, on_progress, visible_only, bundle=root, start=start)
-    args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
-            "--rootdir", str(root), "--confcutdir", str(tests_dir),
-            "--import-mode=importlib", "--disable-plugin-autoload",
-            "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
-    for plugin in _UNUSED_PLUGINS:
-        args += ["-p", f"no:{plugin}"]
     # The plugin as a module, not "-p grader.testing.api": a name makes pytest read every
     # installed distribution's entry points first, an eighth of a grade's own time.
-    code = pytest.main(args, plugins=[collector, api])
+    if prepared is None:
+        code = pytest.main(_arguments(root), plugins=[collector, api])
+    else:
+        made = pytest_config.get_config
+        pytest_config.get_config = lambda args, plugins: prepared
+        try:
+            code = pytest.main(_arguments(root), plugins=[collector, api])
+        finally:
+            pytest_config.get_config = made
     if collector.visible_only and not collector.run.results and collector.run.error is None \
             and code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return collector.run  # no visible test: nothing ran, and nothing went wrong
@@ -158,3 +178,14 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False,
     if not collector.run.results and collector.run.error is None:
         collector.run.error = "the exercise has no tests"
     return collector.run
+
+
+def _arguments(root: Path) -> list[str]:
+    tests_dir = root / "tests"
+    args = [str(tests_dir), "-s", "--assert=plain", "-c", os.devnull,
+            "--rootdir", str(root), "--confcutdir", str(tests_dir),
+            "--import-mode=importlib", "--disable-plugin-autoload",
+            "-o", "python_files=test_*.py", "-o", "xfail_strict=false"]
+    for plugin in _UNUSED_PLUGINS:
+        args += ["-p", f"no:{plugin}"]
+    return args

@@ -54,6 +54,9 @@ def main() -> None:
 
     seccomp.prepare()
     _warm_up()
+    global _prepared
+    from grader.testing import harness
+    _prepared = harness.prepare(Path(BUNDLE), SCRATCH)
     gc.collect()
     gc.freeze()
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
@@ -134,6 +137,11 @@ def _warm_up() -> None:
         for name in set(sys.modules) - before:
             if name.split(".")[0] in ("tests", "test_warm_up"):
                 sys.modules.pop(name, None)
+
+
+# pytest's configuration of the suite to come, made once here (harness.prepare): each
+# grade's child uses its own copy of it, once.
+_prepared = None
 
 
 WARM_UP_SUITE = """
@@ -390,7 +398,7 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
         channel.device = str(grade.get("device", "cpu"))
         return grade.get("visible_only") is True
 
-    run = harness.run_suite(Path(BUNDLE), channel, start=start,
+    run = harness.run_suite(Path(BUNDLE), channel, start=start, prepared=_prepared,
                             on_progress=lambda done, total: send({"event": "progress", "done": done, "total": total}))
     send({"event": "finished", "results": [asdict(r) for r in run.results], "error": run.error,
           "test_errors": run.test_errors, "logs": run.logs})
