@@ -50,6 +50,11 @@ class SourceError(Refused):
         return {key: value for key, value in place.items() if value is not None}
 
 
+def is_notebook_name(filename: str | None) -> bool:
+    """Whether a file of this name is taken as a Jupyter notebook (grader.submissions.notebooks)."""
+    return bool(filename) and filename.lower().endswith(".ipynb")
+
+
 def check(source: str | bytes) -> str:
     """The source as text (LF line endings, no byte order mark), or SourceError saying
     what is wrong with it."""

@@ -12,7 +12,7 @@ import click
 from grader.catalog import CatalogError
 from grader.engine import SandboxUnavailable, grade, grading
 from grader.protocol.report import COUNTED
-from grader.source import SourceError
+from grader.source import SourceError, is_notebook_name
 
 
 @click.command("grade")
@@ -31,10 +31,12 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
     # process reads the submission and loads what grading needs itself.
     threading.Thread(target=grading.warm_up, kwargs={"quiet": True}, name="grader-sandboxes-ahead",
                      daemon=True).start()
-    from grader.submissions import notebooks  # the submissions package loads SQLAlchemy and Celery
-
     source, cell_map = submission.read_bytes(), None
-    if notebooks.is_notebook_name(submission.name):
+    if is_notebook_name(submission.name):
+        # Only here: the submissions package loads SQLAlchemy and Celery (most of a second of
+        # CPU, which the sandboxes starting meanwhile would otherwise share).
+        from grader.submissions import notebooks
+
         try:
             converted = notebooks.convert(source)
         except SourceError as exc:
@@ -48,7 +50,8 @@ def grade_command(exercise: str, submission: Path, as_json: bool, lang: str) -> 
     except SandboxUnavailable as exc:
         click.echo(f"error: cannot grade: {exc}", err=True)
         sys.exit(2)
-    notebooks.locate_in_place(report, cell_map)
+    if cell_map is not None:
+        notebooks.locate_in_place(report, cell_map)
     if as_json:
         data = report.to_dict()
         if cell_map is not None:

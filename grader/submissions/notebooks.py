@@ -32,7 +32,7 @@ import nbformat
 from grader import source as source_rules
 from grader.refusals import _
 from grader.settings import MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS
-from grader.source import SourceError
+from grader.source import SourceError, is_notebook_name  # noqa: F401  (the pages ask it here)
 
 SKIP_TAG = "skip-grading"
 MARKER = "# %% cell {cell}"
@@ -73,10 +73,6 @@ class Notebook:
         if self._converted is None:
             self._converted = convert(self.raw)
         return self._converted
-
-
-def is_notebook_name(filename: str | None) -> bool:
-    return bool(filename) and filename.lower().endswith(".ipynb")
 
 
 def _invalid(words: str, **values) -> SourceError:
