@@ -29,6 +29,17 @@ def test_reference_solution_scores_full_marks_with_every_report_field():
     assert any(t["visible"] for t in data["tests"]) and any(not t["visible"] for t in data["tests"])
 
 
+def test_grading_loads_no_torch_in_the_worker():
+    """The worker checks and relays the tensors of every call as their bytes: a cold
+    `grader grade` leaves torch's import (seconds of CPU) to the two sandboxes alone."""
+    code = ("import sys\nfrom grader.engine import grade\n"
+            "report = grade('autograd-basics', open(sys.argv[1]).read())\n"
+            "print(report.score, report.max_score, 'torch' in sys.modules)")
+    solution = catalog.find("autograd-basics").file("solution.py")
+    run = subprocess.run([sys.executable, "-c", code, str(solution)], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["6.0", "6.0", "False"]
+
+
 def test_the_same_submission_always_gets_the_same_report():
     mutant = (BASICS / "mutants" / "backward_twice.py").read_text()
     assert grade("autograd-basics", mutant).without_timings() == grade("autograd-basics", mutant).without_timings()

@@ -1,5 +1,6 @@
 """The codec between sandbox and trusted side: faithful for data, hostile input refused."""
 
+import json
 import math
 import os
 import subprocess
@@ -84,9 +85,10 @@ def test_decoded_tensors_are_plain_tensors_whatever_was_sent():
     ({"list": [1], "tuple": [2]}, b"", "malformed"),
     ([1, 2, 3], b"", "malformed"),
 ])
-def test_malformed_data_from_the_sandbox_is_refused(tree, blob, words):
+@pytest.mark.parametrize("tensors", [True, False])
+def test_malformed_data_from_the_sandbox_is_refused(tree, blob, words, tensors):
     with pytest.raises(wire.WireError, match=words):
-        wire.decode(tree, blob)
+        wire.decode(tree, blob, tensors=tensors)
 
 
 def test_deep_nesting_is_refused():
@@ -132,10 +134,11 @@ def test_tensors_naming_the_same_bytes_are_refused():
 
 
 @pytest.mark.parametrize("extents", [[(0, 8), (4, 8)], [(8, 8), (0, 8)], [(0, 16), (0, 0), (0, 4)]])
-def test_extents_out_of_order_or_overlapping_are_refused(extents):
+@pytest.mark.parametrize("tensors", [True, False])
+def test_extents_out_of_order_or_overlapping_are_refused(extents, tensors):
     tree = {"list": [tensor_node(o, n) for o, n in extents]}
     with pytest.raises(wire.WireError, match="overlap"):
-        wire.decode(tree, bytes(16))
+        wire.decode(tree, bytes(16), tensors=tensors)
 
 
 def test_what_decoding_copies_adds_up_to_at_most_the_blob():
@@ -217,10 +220,11 @@ def test_any_mutation_of_a_valid_value_decodes_or_raises_wire_error():
                 parent[at[-1]] = copy.deepcopy(rng.choice(_mutations(rng)))
             except (KeyError, IndexError, TypeError):
                 continue
-        try:
-            wire.decode(mutated, blob[: rng.choice([len(blob), 8, 0])])
-        except wire.WireError:
-            pass
+        for tensors in (True, False):
+            try:
+                wire.decode(mutated, blob[: rng.choice([len(blob), 8, 0])], tensors=tensors)
+            except wire.WireError:
+                pass
 
 
 def test_the_trusted_side_loads_torch_only_when_it_encodes_or_decodes():
@@ -234,3 +238,33 @@ def test_the_trusted_side_loads_torch_only_when_it_encodes_or_decodes():
             "print(before, framing, 'torch' in sys.modules, value, sorted(wire.DTYPES)[:2])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["False", "False", "True", "[1.5]", "['bfloat16',", "'bool']"]
+
+
+RELAY = """
+import json, sys
+from grader.inside import wire
+tree, blob = json.loads(sys.stdin.readline()), bytes.fromhex(sys.stdin.readline().strip())
+values = wire.decode(tree, blob, tensors=False)
+fresh = wire.to_sandbox(values)
+state, state_blob = wire.encode(values, states=True)
+sent, sent_blob = wire.encode(fresh, states=True)
+print(json.dumps(["torch" in sys.modules, repr(values["a"][0]), state, state_blob.hex(), sent, sent_blob.hex()]))
+"""
+
+
+def test_the_worker_relays_tensors_as_their_bytes_without_loading_torch():
+    """What the worker passes on (decoded as values, encoded again, and as fresh leaves for
+    the student sandbox) is what the tensors themselves would give; it never imports torch."""
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (x * x).sum().backward()
+    payload = {"a": [x, torch.arange(3, dtype=torch.int64), torch.ones(0, dtype=torch.bfloat16)],
+               "b": (torch.tensor([0.5], dtype=torch.bfloat16, requires_grad=True), 3, "s", None)}
+    tree, blob = wire.encode(payload)
+    run = subprocess.run([sys.executable, "-c", RELAY], input=json.dumps(tree) + "\n" + blob.hex() + "\n",
+                         capture_output=True, text=True, check=True)
+    loaded, shown, state, state_blob, sent, sent_blob = json.loads(run.stdout)
+    assert loaded is False
+    assert shown == "TensorState(shape=(2, 2), dtype=float32, requires_grad)"
+    assert (state, bytes.fromhex(state_blob)) == (tree, blob)  # relayed as it came, facts and all
+    fresh = wire.to_sandbox(wire.decode(tree, blob))
+    assert (sent, bytes.fromhex(sent_blob)) == wire.encode(fresh)  # the leaves a student's call gets

@@ -164,7 +164,7 @@ class ExerciseSandbox(WarmProcess):
                 if on_progress:
                     on_progress(done, total)
             elif event == "call":
-                out = on_call(*protocol.read_call(header, data))
+                out = on_call(*protocol.read_call(header, data, tensors=False))
                 self.send({"op": "reply"}, *wire.frame_parts(*_encoded(out)), deadline=deadline)
             elif event == "finished" and not data:
                 finished = checked_run(header)

@@ -136,8 +136,10 @@ class _Channel:
         limits = self.limits
         if left < limits.timeout:
             limits = Limits(**{**limits.__dict__, "timeout": left})
+        # The worker relays tensors as values and bytes, with no torch of its own.
         outcome = self.sandbox.call(self.files, function, args, kwargs, module=module, limits=limits,
-                                    device=self.device, block=blocked.expanded(self.exercise.block))
+                                    device=self.device, block=blocked.expanded(self.exercise.block),
+                                    tensors=False)
         if outcome.error is not None:
             # Lines the submission does not have are made up (compile() with a false name).
             lines = self.files["submission.py"].count("\n") + 1

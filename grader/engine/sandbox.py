@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import time
 from dataclasses import dataclass
 
@@ -120,23 +121,26 @@ class Sandbox(WarmProcess):
 
     def call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
              module: str = "submission", limits: Limits = Limits(), device: str = "cpu",
-             block: tuple[str, ...] = ()) -> CallOutcome:
-        """One call of ``function``, within what the sandbox's cgroup lets it add."""
+             block: tuple[str, ...] = (), tensors: bool = True) -> CallOutcome:
+        """One call of ``function``, within what the sandbox's cgroup lets it add.
+
+        ``tensors=False``: the tensors that come back are ``wire.Values`` (checked bytes, to
+        relay), and nothing here loads torch (``args`` then hold no torch.Tensor either)."""
         self._settle()
         try:
             ooms = self._bound_memory(limits)
         except OSError as exc:
             return CallOutcome("sandbox", detail=f"the sandbox's cgroup failed ({exc})")
         out = self._call(files, function, args, kwargs, module=module, limits=limits, device=device,
-                         block=block)
+                         block=block, tensors=tensors)
         return self._blame(out, ooms, limits)
 
     def _call(self, files: dict[str, str], function: str, args: list, kwargs: dict, *,
-              module: str, limits: Limits, device: str, block: tuple[str, ...]) -> CallOutcome:
+              module: str, limits: Limits, device: str, block: tuple[str, ...], tensors: bool) -> CallOutcome:
         try:
-            # TensorState from an earlier call becomes a tensor again.
+            # TensorState from an earlier call becomes a tensor again (a fresh leaf of its values).
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
-            tree, blob = wire.encode(sent)
+            tree, blob = wire.encode(sent, states=True)
             # The child's request travels inside ours: the warm process passes it on unread.
             request = wire.pack({"files": files, "module": module, "function": function,
                                  "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
@@ -148,7 +152,7 @@ class Sandbox(WarmProcess):
             raise
         except (OSError, wire.WireError) as exc:
             return CallOutcome("sandbox", detail=f"the sandbox failed during the call ({exc})")
-        out = _outcome(reply, raw, limits)
+        out = _outcome(reply, raw, limits, tensors)
         if out.kind == "ok" and not _same_arguments(out, args, kwargs):
             # Only a reply written past the sandbox's encoder can differ: tests index into these.
             out.kind, out.value = "malformed", None
@@ -179,7 +183,7 @@ class Sandbox(WarmProcess):
         return out
 
 
-def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
+def _outcome(reply: dict, raw: bytes, limits: Limits, tensors: bool = True) -> CallOutcome:
     status = reply.get("status") if isinstance(reply.get("status"), dict) else {}
     kept = reply.get("output_len", 0)
     kept = min(kept, len(raw), limits.output_bytes) if isinstance(kept, int) and kept > 0 else 0
@@ -199,7 +203,7 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
         try:
             header, blob = wire.unpack(raw, max_header=4 << 20, max_blob=limits.result_bytes)
             if header.get("ok") is True:
-                result = wire.decode(header.get("result"), blob)
+                result = wire.decode(header.get("result"), blob, tensors=tensors)
                 if not (isinstance(result, dict) and {"value", "args", "kwargs"} <= set(result)):
                     raise wire.WireError("malformed result")
                 out.value, out.args, out.kwargs = result["value"], result["args"], result["kwargs"]
@@ -242,10 +246,10 @@ def _outcome(reply: dict, raw: bytes, limits: Limits) -> CallOutcome:
 
 def _same_arguments(out: CallOutcome, args: list, kwargs: dict) -> bool:
     """The arguments came back as they were sent: as many, the same keys, tensors as tensors."""
-    import torch  # loaded already, by wire
+    torch = sys.modules.get("torch")  # none of the arguments is a torch.Tensor where it is not loaded
 
     def tensor(v):
-        return isinstance(v, (wire.TensorState, torch.Tensor))
+        return isinstance(v, wire.TensorState) or (torch is not None and isinstance(v, torch.Tensor))
 
     return (len(out.args) == len(args) and set(out.kwargs) == set(kwargs)
             and all(isinstance(b, wire.TensorState) for a, b in zip(args, out.args) if tensor(a))

@@ -43,8 +43,6 @@ def start_together(*processes: WarmProcess) -> None:
         except SandboxUnavailable as exc:
             failure = exc
             break
-    if launched:
-        _load_torch_meanwhile()  # after the launches: no fork while another thread imports
     for process in launched:  # each one launched is awaited, even after a failure: none is left half-started
         try:
             process._await_ready()
@@ -206,20 +204,6 @@ class WarmProcess:
         time.sleep(0.05)  # let a dying warm process finish its last words
         log.warning("%s sandbox failed (%s); its last output: %s", self.room.name, exc, self._stderr_text()[-2000:])
         self.close()
-
-
-_torch_loading: int | None = None  # the process whose thread loads torch
-
-
-def _load_torch_meanwhile() -> None:
-    """This process decodes what its sandboxes send with torch, which takes a second or more
-    to import: loaded in a thread while they start (and import it themselves), a cold
-    `grader grade` no longer waits for one import and then the other."""
-    global _torch_loading
-    if _torch_loading == os.getpid() or "torch" in sys.modules:
-        return
-    _torch_loading = os.getpid()
-    threading.Thread(target=wire.load, name="grader-torch-import", daemon=True).start()
 
 
 _keeper: tuple[int, ThreadPoolExecutor] | None = None

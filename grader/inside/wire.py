@@ -16,6 +16,7 @@ import math
 import os
 import select
 import struct
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +25,10 @@ _PREFIX = struct.Struct(">II")
 # An empty frame (no header, no blob): a process's word that it has sent its last frame.
 END = _PREFIX.pack(0, 0)
 
-_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
-           "complex64", "complex128")
+# Each dtype the wire carries, and the bytes of one element of it.
+_SIZES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+          "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
+_DTYPES = tuple(_SIZES)
 
 MAX_DEPTH = 24
 MAX_NODES = 100_000
@@ -35,14 +38,14 @@ MAX_STRING = 1 << 20
 GRAD_ORIGINS = ("backward", "upstream", "written")
 MAX_PASSES = 64  # backward passes told apart per tensor (witness.passes)
 
-_TORCH_NAMES = ("torch", "DTYPES", "_DTYPE_NAMES", "_Base", "_FACTS", "_ITEMSIZE")
+_TORCH_NAMES = ("torch", "DTYPES", "_DTYPE_NAMES", "_Base", "_FACTS")
 
 
 def load() -> None:
     """Import torch and make the tables that need it. Framing needs neither, so that the
     trusted side can start its sandboxes (which import torch too, in processes of their
     own) while it loads torch itself; encoding and decoding call this first."""
-    global torch, DTYPES, _DTYPE_NAMES, _Base, _FACTS, _ITEMSIZE
+    global torch, DTYPES, _DTYPE_NAMES, _Base, _FACTS
     if "torch" in globals():
         return
     import torch as loaded
@@ -56,7 +59,6 @@ def load() -> None:
     _FACTS = {name: getattr(_Base, name).__get__ for name in (
         "grad", "requires_grad", "is_leaf", "retains_grad", "grad_fn", "dtype", "shape", "device",
         "is_sparse", "layout")}
-    _ITEMSIZE = {dtype: loaded.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
     torch = loaded  # last: whoever finds it here finds the tables made
 
 
@@ -71,11 +73,23 @@ class WireError(Exception):
     """Data from the other side is malformed, too large or of a forbidden kind."""
 
 
+@dataclass(frozen=True)
+class Values:
+    """A tensor's values as the worker holds them: its dtype's name, its shape, and its
+    bytes as the wire lays them out. The worker checks and relays tensors it never computes
+    with, so it decodes them to these (``decode(..., tensors=False)``) and imports no torch."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    raw: bytes
+
+
 @dataclass
 class TensorState:
-    """A tensor as the student's code left it: values plus autograd facts."""
+    """A tensor as the student's code left it: values (a torch.Tensor; :class:`Values` where
+    the worker relays it) plus autograd facts."""
 
-    data: torch.Tensor
+    data: "torch.Tensor | Values"
     requires_grad: bool = False
     is_leaf: bool = True
     grad_fn: str | None = None
@@ -101,8 +115,11 @@ class TensorState:
         return self.data.dtype
 
     def __repr__(self) -> str:
-        load()
-        facts = [f"shape={tuple(self.data.shape)}", f"dtype={_DTYPE_NAMES.get(self.data.dtype)}"]
+        if type(self.data) is Values:
+            facts = [f"shape={self.data.shape}", f"dtype={self.data.dtype}"]
+        else:
+            load()
+            facts = [f"shape={tuple(self.data.shape)}", f"dtype={_DTYPE_NAMES.get(self.data.dtype)}"]
         if self.requires_grad:
             facts.append("requires_grad")
         if self.grad_fn:
@@ -137,9 +154,14 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
     what the student sandbox returned to the exercise sandbox). Off where the value
     comes from student code, which has no business making one.
     ``grad_origin(tensor)``: the student sandbox's witness of how a tensor's .grad came to be;
-    ``grad_passes(tensor)``: of the graphs its backward passes came through."""
-    load()
-    fact = _FACTS
+    ``grad_passes(tensor)``: of the graphs its backward passes came through.
+
+    Where this process has not imported torch, no value can be a tensor, and none is loaded
+    here (a TensorState of :class:`Values`, relayed, needs none)."""
+    loaded = "torch" in sys.modules
+    if loaded:
+        load()
+    fact = _FACTS if loaded else None
     parts: list[bytes] = []
     offset = [0]
 
@@ -155,9 +177,12 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
                 values = _Base.view(values, torch.int16)
             return memoryview(_Base.numpy(values).reshape(-1).view("u1"))
 
-    def node(raw: bytes, data: torch.Tensor, facts: dict, grad) -> dict:
-        out = {"dtype": _DTYPE_NAMES[fact["dtype"](data)], "shape": list(fact["shape"](data)), "offset": offset[0],
-               "nbytes": len(raw), **facts, "grad": grad}
+    def node(raw: bytes, data: torch.Tensor | Values, facts: dict, grad) -> dict:
+        if type(data) is Values:
+            dtype, shape = data.dtype, list(data.shape)
+        else:
+            dtype, shape = _DTYPE_NAMES[fact["dtype"](data)], list(fact["shape"](data))
+        out = {"dtype": dtype, "shape": shape, "offset": offset[0], "nbytes": len(raw), **facts, "grad": grad}
         parts.append(raw)
         offset[0] += len(raw)
         return {"tensor": out}
@@ -173,7 +198,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
             facts["grad_origin"] = s.grad_origin
         if s.grad_passes is not None:
             facts["grad_passes"] = list(s.grad_passes)
-        return node(raw_bytes(s.data), s.data, facts, grad)
+        return node(s.data.raw if type(s.data) is Values else raw_bytes(s.data), s.data, facts, grad)
 
     def tensor(t: torch.Tensor, depth: int):
         count[0] += 1
@@ -206,7 +231,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
         return node(raw, t, facts, grad)
 
     def walk(v: Any, depth: int):
-        if isinstance(v, torch.Tensor):
+        if loaded and isinstance(v, torch.Tensor):
             return tensor(v, depth)
         if states and type(v) is TensorState:
             return state(v, depth)
@@ -236,7 +261,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
                     raise WireError("dictionary keys must be strings or integers")
                 items.append([k, walk(x, depth + 1)])
             return {"dict": items}
-        if type(v) in (torch.dtype, torch.device, torch.Size):
+        if loaded and type(v) in (torch.dtype, torch.device, torch.Size):
             return walk(str(v) if type(v) is not torch.Size else tuple(v), depth)
         raise WireError(f"a value of type {type(v).__name__} cannot be graded; return tensors, "
                         "numbers, strings, None, or lists, tuples and dicts of them")
@@ -250,7 +275,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
 _INT64_MAX = (1 << 63) - 1
 
 
-def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
+def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28, tensors: bool = True) -> Any:
     """Rebuild a value from (tree, blob) made by :func:`encode`, validating everything.
 
     Bounded by construction, whatever the other side sends: the tensors' extents of
@@ -258,8 +283,12 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
     before its tensor's), so all the bytes copied add up to at most ``len(blob)``; a
     gradient is a node of the tree like any other, counted and at a depth; every shape
     fits int64. Any malformed input raises :class:`WireError`, never anything else.
+
+    ``tensors=False``: each tensor's values are :class:`Values` (its bytes, checked the
+    same), not a torch.Tensor, and torch is not loaded.
     """
-    load()
+    if tensors:
+        load()
     count = [0]
     cursor = [0]  # where the next extent may start
     view = memoryview(blob)
@@ -275,8 +304,7 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
             raise WireError("malformed tensor")
         name, shape = node.get("dtype"), node.get("shape")
         offset, nbytes = node.get("offset"), node.get("nbytes")
-        dtype = DTYPES.get(name) if type(name) is str else None
-        if dtype is None:
+        if type(name) is not str or name not in _SIZES:
             raise WireError("unknown tensor dtype")
         if type(shape) is not list or len(shape) > 16 or any(type(n) is not int or n < 0 for n in shape):
             raise WireError("malformed tensor shape")
@@ -303,19 +331,22 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
         numel = math.prod(shape)
         if numel > max_elements:
             raise WireError("tensor is too large")
-        if numel * _ITEMSIZE[dtype] != nbytes:
+        if numel * _SIZES[name] != nbytes:
             raise WireError("tensor bytes do not match its shape")
         if offset < cursor[0] or offset + nbytes > len(blob):
             raise WireError("tensor bytes overlap another tensor's or lie outside the data")
         cursor[0] = offset + nbytes
-        if nbytes:
+        if not tensors:
+            data = Values(name, tuple(shape), bytes(view[offset:offset + nbytes]))
+        elif nbytes:
+            dtype = DTYPES[name]
             raw = bytearray(view[offset:offset + nbytes])
             data = (torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
                     if dtype == torch.bfloat16 else torch.frombuffer(raw, dtype=dtype))
         else:
-            data = torch.empty(0, dtype=dtype)
+            data = torch.empty(0, dtype=DTYPES[name])
         return TensorState(
-            data=data.reshape(shape),
+            data=data if not tensors else data.reshape(shape),
             requires_grad=node.get("requires_grad") is True,
             is_leaf=node.get("is_leaf") is not False,
             retains_grad=node.get("retains_grad") is True,
@@ -363,7 +394,10 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28) -> Any:
 
 
 def to_sandbox(value: Any) -> Any:
-    """Inverse of decode: each TensorState becomes a tensor again (other values stay)."""
+    """Inverse of decode: each TensorState becomes a tensor again (other values stay); one
+    of :class:`Values`, a fresh leaf of those values, to encode with ``states=True``."""
+    if isinstance(value, TensorState) and type(value.data) is Values:
+        return TensorState(data=value.data, requires_grad=value.requires_grad)
     if isinstance(value, TensorState):
         t = value.data.clone()
         if value.requires_grad:

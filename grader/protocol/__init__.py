@@ -119,8 +119,9 @@ def call_frame(module: str, function: str, visible: bool, args: list, kwargs: di
             "values": tree}, blob
 
 
-def read_call(header: dict, blob: bytes) -> tuple[str, str, bool, list, dict]:
-    """(module, function, visible, args, kwargs) of a call frame, checked."""
+def read_call(header: dict, blob: bytes, *, tensors: bool = True) -> tuple[str, str, bool, list, dict]:
+    """(module, function, visible, args, kwargs) of a call frame, checked (its tensors'
+    values as ``wire.Values`` with ``tensors=False``: the worker relays them)."""
     module, function, visible = header.get("module"), header.get("function"), header.get("visible")
     if module not in MODULES:
         raise ProtocolError(f"a call to an unknown module {str(module)[:40]!r}")
@@ -128,7 +129,7 @@ def read_call(header: dict, blob: bytes) -> tuple[str, str, bool, list, dict]:
         raise ProtocolError("a call without a function name")
     if type(visible) is not bool:
         raise ProtocolError("a call that does not say whether its test is visible")
-    values = wire.decode(header.get("values"), blob)
+    values = wire.decode(header.get("values"), blob, tensors=tensors)
     if type(values) is not dict or type(values.get("args")) is not list or type(values.get("kwargs")) is not dict \
             or not all(type(k) is str for k in values["kwargs"]):
         raise ProtocolError("a call's arguments are malformed")

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 
 # Torch, loaded where the worker starts, before its pool forks: each pool process then
-# shares the one copy of its modules rather than importing its own.
+# shares the one copy of its modules rather than importing its own where it needs torch
+# (the aliases of an exercise's blocked names; tensors it relays as wire.Values).
 wire.load()
 
 
