@@ -6,7 +6,10 @@ checks what the hidden tests check (the gradient for x = [1, 2, 3], x.grad left 
 leaf, float64 kept), as doctests in its OK format, and runs without a container, as
 `otter run` does. The two alternate, run by run, so that both see the same machine.
 
-    .venv/bin/python bench/cold_cli.py [--n 8] [--otter PATH]
+    .venv/bin/python bench/cold_cli.py [--n 8] [--otter PATH] [--baseline TREE]
+
+``--baseline TREE``: another checkout of the grader (a clone at an earlier commit), run
+from this virtual environment in the same alternation, for a before-and-after.
 
 Otter is not one of our dependencies: give the path of an `otter` whose Python has torch
 and ipykernel (for instance `python3 -m venv /tmp/otter && /tmp/otter/bin/pip install
@@ -63,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=8, help="runs of each")
     parser.add_argument("--otter", default=shutil.which("otter"), help="the otter command (default: on PATH)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of the grader, measured beside this one")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,6 +74,11 @@ def main() -> None:
         shutil.copy(SOLUTION, work / "solution.py")
         grader = [str(Path(sys.executable).parent / "grader"), "grade", "autograd-basics", "solution.py"]
         commands = {"grader grade": (grader, "6/6")}
+        if args.baseline:
+            run_tree = (f"import sys; sys.path.insert(0, {str(args.baseline.resolve())!r}); "
+                        "sys.argv = ['grader', 'grade', 'autograd-basics', 'solution.py']; "
+                        "from grader.cli import main; main()")
+            commands["baseline grade"] = ([sys.executable, "-c", run_tree], "6/6")
         if args.otter:
             (work / "tests").mkdir()
             (work / "tests" / "q1.py").write_text(OK_TEST)
