@@ -215,22 +215,16 @@ def enter_rest(*, tmp_bytes: int, folder: str, populate: Callable[[], None]) -> 
 # os.fork() cannot make that first process: a PID namespace takes only the children of the
 # process that made it, so a child would have to make it and fork once more, and each call
 # would cost two copies of the torch image where one does (each copy milliseconds of CPU to
-# make and to tear down: bench/engine_latency.py). clone3() makes the namespaces and the child in one
-# step, with Python's own before- and after-fork work around it, as os.fork() does it.
+# make and to tear down: bench/engine_latency.py). clone() makes the namespaces and the child
+# in one step, with Python's own before- and after-fork work around it, as os.fork() does it.
+# (The first clone, not clone3: with no stack and no thread ids its arguments read the same
+# on every architecture, and kernels before 5.3 have it too.)
 
-_SYS_CLONE3 = 435  # the same on every architecture that has it
 _NAMESPACES = _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET
-
-
-class _CloneArgs(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in
-                ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size", "tls")]
-
-
-_CLONE_OWN_PIDS = _CloneArgs(flags=_NAMESPACES | _CLONE_NEWPID, exit_signal=signal.SIGCHLD)
+_CLONE_OWN_PIDS = _NAMESPACES | _CLONE_NEWPID | signal.SIGCHLD
 # Both hold the GIL across the call, as os.fork() holds it across fork().
-_clone3 = ctypes.PyDLL(None, use_errno=True).syscall
-_clone3.restype = ctypes.c_long
+_syscall = ctypes.PyDLL(None, use_errno=True).syscall
+_syscall.restype = ctypes.c_long
 _python = ctypes.pythonapi
 _cloned_as = (0, 0)  # the uid and gid a child of fork_own_pids() maps and becomes
 
@@ -246,12 +240,15 @@ def fork_own_pids() -> int:
         return os.fork()
     if len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a fork of its own PIDs needs a process of one thread")
+    clone = ARCHES.get(platform.machine(), (0, {}, None))[1].get("clone")
+    if clone is None:
+        raise OSError(errno.ENOSYS, f"no clone() known on {platform.machine()}")
     _cloned_as = (child_uid, child_uid) if child_uid is not None else (os.getuid(), os.getgid())
     # The namespaces' owner is the effective uid at the clone: the children's, for a moment.
     acting = as_child_user()
     acting.__enter__()
     _python.PyOS_BeforeFork()
-    pid = _clone3(_SYS_CLONE3, ctypes.byref(_CLONE_OWN_PIDS), ctypes.sizeof(_CloneArgs))
+    pid = _syscall(clone, ctypes.c_ulong(_CLONE_OWN_PIDS), None, None, None, None)
     if pid == 0:
         _python.PyOS_AfterFork_Child()
         return 0  # acting as the children's uid still: enter_ahead() makes it for good
@@ -259,7 +256,7 @@ def fork_own_pids() -> int:
     _python.PyOS_AfterFork_Parent()
     acting.__exit__(None, None, None)
     if pid < 0:
-        raise OSError(error, f"clone3: {os.strerror(error)}")
+        raise OSError(error, f"clone: {os.strerror(error)}")
     return pid
 
 
