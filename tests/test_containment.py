@@ -197,6 +197,33 @@ def test_a_call_is_the_first_of_its_own_pids_and_holds_the_calls_uid_alone(sandb
     assert uids == [calls] * 3 and gids == [calls] * 3
     assert uid_map == [str(calls), str(calls), "1"]
 
+
+FORKS_AND_COUNTERS = """import os
+def forks(k):
+    for _ in range(k):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+def counters():
+    return {name: open('/proc/' + name).read() for name in ('stat', 'vmstat', 'schedstat', 'softirqs', 'interrupts')
+            if os.path.exists('/proc/' + name)}
+def cpus():
+    return os.cpu_count()
+"""
+
+
+def test_a_call_cannot_read_how_many_processes_an_earlier_call_started(sandbox):
+    """The machine's counters in /proc (stat's "processes" counts every fork since boot)
+    read as empty in a call: a hidden test's call that forks k times tells the next call nothing."""
+    files = {"submission.py": FORKS_AND_COUNTERS}
+    before = sandbox.call(files, "counters", [], {})
+    assert sandbox.call(files, "forks", [17], {}).kind == "ok"
+    after = sandbox.call(files, "counters", [], {})
+    assert "stat" in before.value and "vmstat" in before.value
+    assert before.value == after.value == {name: "" for name in before.value}
+    assert sandbox.call(files, "cpus", [], {}).value == os.cpu_count()  # what a call may ask still answers
+
 # ------------------------------------------------------------------ what is mounted
 
 def test_an_installed_grader_package_is_hidden_from_the_sandbox():
