@@ -268,3 +268,14 @@ def test_the_worker_relays_tensors_as_their_bytes_without_loading_torch():
     assert (state, bytes.fromhex(state_blob)) == (tree, blob)  # relayed as it came, facts and all
     fresh = wire.to_sandbox(wire.decode(tree, blob))
     assert (sent, bytes.fromhex(sent_blob)) == wire.encode(fresh)  # the leaves a student's call gets
+
+
+def test_pipes_are_widened_where_the_kernel_lets_them_and_kept_where_it_does_not(tmp_path):
+    import fcntl
+
+    r, w = os.pipe()
+    with open(tmp_path / "file", "wb") as not_a_pipe:
+        wire.widen(w, not_a_pipe.fileno())  # a descriptor the kernel refuses is left as it is
+    assert fcntl.fcntl(r, fcntl.F_GETPIPE_SZ) == wire.PIPE_BYTES
+    os.close(r)
+    os.close(w)

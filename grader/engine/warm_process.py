@@ -127,6 +127,7 @@ class WarmProcess:
             raise SandboxUnavailable(f"the sandbox could not be started in its cgroup ({exc}). " + cgroup.FIX) from None
         self.starts += 1
         os.set_blocking(self._proc.stdin.fileno(), False)  # so that every send can have a deadline
+        wire.widen(self._proc.stdin.fileno(), self._proc.stdout.fileno())
         return True
 
     def _await_ready(self) -> None:

@@ -156,6 +156,8 @@ class _Child:
         req_r, self.req_w = os.pipe()
         self.res_r, res_w = os.pipe()
         self.out_r, out_w = os.pipe()
+        from . import wire
+        wire.widen(self.req_w, self.res_r)  # a call's tensors, both ways
         parent = os.getpid()
         # Born the first of a PID namespace of its own (walls.fork_own_pids says why).
         self.pid = huge_pages.fork(walls.fork_own_pids)
