@@ -8,8 +8,8 @@ to such a page gets a private 4 KiB copy as before: only what it touches is copi
 
 Folding copies the whole heap once (0.3-0.7 s of CPU), which a warm process that forks a
 few times only (a single grade from the command line) would never win back. So a warm
-process times its forks (:func:`fork`), and once they have cost :data:`FOLD_AFTER_S` it
-folds, a piece at a time while it is idle (:func:`due`, :func:`fold_next`).
+process times its forks (:func:`fork`: their CPU, which a busy machine does not inflate as
+it does their wall time), and once they have cost :data:`FOLD_AFTER_S` it folds, a piece at a time while it is idle (:func:`due`, :func:`fold_next`).
 
 Only what is there then is folded (MADV_COLLAPSE, Linux 6.1+); the regions are not marked
 for huge pages, so what a child allocates later follows the machine's setting as before.
@@ -27,9 +27,9 @@ from typing import Callable
 _MADV_COLLAPSE = 25
 HUGE = 2 << 20
 PIECE = 16 << 20  # folded in one step: tens of milliseconds, so that a request waits little
-FOLD_AFTER_S = 0.25  # of forking, before the heap is folded (about 35 forks of torch's heap)
+FOLD_AFTER_S = 0.25  # of CPU forking, before the heap is folded (about 35 forks of torch's heap)
 
-_forking = 0.0  # seconds this process has spent in fork() so far
+_forking = 0.0  # CPU seconds this process has spent in fork() so far
 _pieces: list[tuple[int, int]] | None = None  # what is left to fold, once folding began
 folded = 0  # bytes folded so far
 
@@ -38,10 +38,10 @@ def fork(how: Callable[[], int] = os.fork) -> int:
     """``how()`` (os.fork(), or a fork like it), timed: what the forks cost decides when
     the heap is folded."""
     global _forking
-    began = time.perf_counter()
+    began = time.process_time()
     pid = how()
     if pid:
-        _forking += time.perf_counter() - began
+        _forking += time.process_time() - began
     return pid
 
 
