@@ -16,7 +16,7 @@ ratios of the medians to the naive p50.
 
 Where the idle grades' time goes is printed stage by stage, as the worker sees it (the
 frames of the exercise sandbox and the calls of the student one, timed as they pass), in
-an idle pass of its own.
+an idle pass of its own; and the CPU per grade of the worker's side and of each sandbox.
 
 Then several grades in flight: ``--in-flight`` processes, each with sandboxes of its own
 (what a Celery worker with that concurrency runs), grade back to back at once. Printed:
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -179,6 +180,27 @@ def machine_busy_s() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
+def room_cpu_s() -> dict[str, float]:
+    """CPU seconds so far of this process (the worker's side) and of each sandbox: its
+    processes' own and what they reaped of their children's (a call's child, a grade's
+    child), summed over the sandbox's cgroup."""
+    from grader.engine import grading
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rooms = {"the worker": usage.ru_utime + usage.ru_stime}
+    tick = os.sysconf("SC_CLK_TCK")
+    for name, box in sorted(grading._pool.items()):
+        ticks = 0
+        for pid in (box.cgroup.pids() if box.cgroup is not None else ()):
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    ticks += sum(int(v) for v in stat.read().rsplit(")", 1)[1].split()[11:15])
+            except OSError:
+                pass  # ended meanwhile: its parent reaped its time
+        rooms["the exercise sandbox" if name == "exercise" else f"the student sandbox ({name})"] = ticks / tick
+    return rooms
+
+
 def _in_flight_worker(slug: str, n: int, ready, go, results) -> None:
     """One of several grading processes: its own sandboxes, started before the others begin."""
     exercise = catalog.find(slug)
@@ -268,9 +290,10 @@ def main() -> None:
             stages.grade(exercise, batch[i % len(batch)][1])
     # CPU in a pass of its own, back to back, once the warm processes have folded their heaps
     # (which they do while idle, in the runs above): no idle gap adds the machine's own noise.
-    busy = machine_busy_s()
+    busy, rooms = machine_busy_s(), room_cpu_s()
     warm(exercise, batch, args.n)
     cpu_ms = (machine_busy_s() - busy) * 1000 / (args.n + 1)  # warm() grades once more first
+    rooms = {room: (s - rooms[room]) * 1000 / (args.n + 1) for room, s in room_cpu_s().items()}
     naive_ms = naive(exercise, batch, args.baseline_n)
     if args.in_flight:
         from grader.engine.grading import shutdown
@@ -287,6 +310,7 @@ def main() -> None:
     stages.print()
     print(f"throughput back to back: {throughput:.1f} submissions/s (one worker)")
     print(f"CPU per grade, every process on the machine (back to back, after the runs above): {cpu_ms:.0f} ms")
+    print("  of which " + ", ".join(f"{room} {ms:.0f} ms" for room, ms in rooms.items()))
     for label, ms in rows[:2]:
         print(f"speed-up at p50, {label}: {percentile(naive_ms, .5) / percentile(ms, .5):.1f}x")
     if args.in_flight:
