@@ -9,7 +9,8 @@ to such a page gets a private 4 KiB copy as before: only what it touches is copi
 Folding copies the whole heap once (0.3-0.7 s of CPU), which a warm process that forks a
 few times only (a single grade from the command line) would never win back. So a warm
 process times its forks (:func:`fork`: their CPU, which a busy machine does not inflate as
-it does their wall time), and once they have cost :data:`FOLD_AFTER_S` it folds, a piece at a time while it is idle (:func:`due`, :func:`fold_next`).
+it does their wall time), and once they have cost :data:`FOLD_AFTER_S` it folds, a piece
+at a time while it is idle (:func:`due`, :func:`fold_next`).
 
 Only what is there then is folded (MADV_COLLAPSE, Linux 6.1+); the regions are not marked
 for huge pages, so what a child allocates later follows the machine's setting as before.

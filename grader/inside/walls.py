@@ -229,6 +229,7 @@ _CLONE_OWN_PIDS = _NAMESPACES | _CLONE_NEWPID | signal.SIGCHLD
 # Both hold the GIL across the call, as os.fork() holds it across fork().
 _syscall = ctypes.PyDLL(None, use_errno=True).syscall
 _syscall.restype = ctypes.c_long
+_CLONE = ARCHES.get(platform.machine(), (0, {}, None))[1].get("clone")  # its number here, if known
 _python = ctypes.pythonapi
 _cloned_as = (0, 0)  # the uid and gid a child of fork_own_pids() maps and becomes
 
@@ -244,15 +245,14 @@ def fork_own_pids() -> int:
         return os.fork()
     if len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a fork of its own PIDs needs a process of one thread")
-    clone = ARCHES.get(platform.machine(), (0, {}, None))[1].get("clone")
-    if clone is None:
+    if _CLONE is None:
         raise OSError(errno.ENOSYS, f"no clone() known on {platform.machine()}")
     _cloned_as = (child_uid, child_uid) if child_uid is not None else (os.getuid(), os.getgid())
     # The namespaces' owner is the effective uid at the clone: the children's, for a moment.
     acting = as_child_user()
     acting.__enter__()
     _python.PyOS_BeforeFork()
-    pid = _syscall(clone, ctypes.c_ulong(_CLONE_OWN_PIDS), None, None, None, None)
+    pid = _syscall(_CLONE, ctypes.c_ulong(_CLONE_OWN_PIDS), None, None, None, None)
     if pid == 0:
         _python.PyOS_AfterFork_Child()
         return 0  # acting as the children's uid still: enter_ahead() makes it for good

@@ -43,9 +43,10 @@ _TORCH_NAMES = ("torch", "DTYPES", "_DTYPE_NAMES", "_Base", "_FACTS")
 
 
 def load() -> None:
-    """Import torch and make the tables that need it. Framing needs neither, so that the
-    trusted side can start its sandboxes (which import torch too, in processes of their
-    own) while it loads torch itself; encoding and decoding call this first."""
+    """Import torch and make the tables that need it. Framing needs neither, and nor does
+    the worker's relay (``decode(..., tensors=False)``, ``encode`` of :class:`Values`): it
+    grades without torch. Decoding into tensors, and encoding where torch is imported,
+    call this first."""
     global torch, DTYPES, _DTYPE_NAMES, _Base, _FACTS
     if "torch" in globals():
         return

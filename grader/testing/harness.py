@@ -141,10 +141,8 @@ def prepare(root: Path, cwd: str):
     warm process makes it once, and each grade's child, a copy, uses its own copy once
     (``run_suite(..., prepared=...)``): pytest's own parse of the arguments, the suite's
     conftest files and every hook run there, as in a fresh ``pytest.main``."""
-    from _pytest.config import get_config
-
     with contextlib.chdir(cwd):  # pytest's invocation folder, as the run's own would be
-        return get_config(_arguments(root), None)
+        return pytest_config.get_config(_arguments(root), None)
 
 
 def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False,
@@ -161,15 +159,13 @@ def run_suite(root: Path, channel, on_progress=None, visible_only: bool = False,
     collector = _Collector(channel, on_progress, visible_only, bundle=root, start=start)
     # The plugin as a module, not "-p grader.testing.api": a name makes pytest read every
     # installed distribution's entry points first, an eighth of a grade's own time.
-    if prepared is None:
-        code = pytest.main(_arguments(root), plugins=[collector, api])
-    else:
-        made = pytest_config.get_config
+    made = pytest_config.get_config
+    if prepared is not None:
         pytest_config.get_config = lambda args, plugins: prepared
-        try:
-            code = pytest.main(_arguments(root), plugins=[collector, api])
-        finally:
-            pytest_config.get_config = made
+    try:
+        code = pytest.main(_arguments(root), plugins=[collector, api])
+    finally:
+        pytest_config.get_config = made
     if collector.visible_only and not collector.run.results and collector.run.error is None \
             and code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return collector.run  # no visible test: nothing ran, and nothing went wrong
