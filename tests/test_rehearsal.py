@@ -78,3 +78,45 @@ def test_calls_served_by_rehearsed_spares_draw_what_a_child_forked_for_its_call_
     finally:
         box.close()
     assert all(values == drawn[-1] for values in drawn), drawn
+
+
+def _spares_private_mib(box: Sandbox) -> list[int]:
+    """Each idle spare's memory of its own (what its rehearsal copied, mostly): the warm
+    process's children, the calls' uid in all four places."""
+    launcher = box._proc.pid  # bubblewrap; the warm process is its child
+    [warm] = Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()
+    sizes = []
+    for pid in Path(f"/proc/{warm}/task/{warm}/children").read_text().split():
+        status = Path(f"/proc/{pid}/status").read_text()
+        uids = next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]
+        if len(set(uids)) == 1:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+            sizes.append(int(next(line for line in rollup if line.startswith("Private_Dirty:")).split()[1]) >> 10)
+    return sizes
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs the worker to be root")
+def test_spares_rehearse_while_submissions_leave_idle_time_and_not_while_they_come_back_to_back():
+    box = Sandbox()
+
+    def submissions(n: int, gap_s: float) -> list[int]:
+        for _ in range(n):
+            time.sleep(gap_s)
+            out = box.call({"submission.py": "def f(x):\n    return 2 * x\n"}, "f", [21], {})
+            assert (out.kind, out.value) == ("ok", 42)
+            box.reset()
+        time.sleep(1.0)  # the spares forked since the last one
+        return _spares_private_mib(box)
+
+    try:
+        box.start()
+        # Each submission takes the oldest spare: after eight, every spare is one forked since
+        # the third (when the last three had each come at once, or each after a pause).
+        busy = submissions(8, 0.0)
+        idle = submissions(8, 0.15)
+        busy_again = submissions(8, 0.0)
+    finally:
+        box.close()
+    assert busy and idle and busy_again
+    assert max(busy) < min(idle) and max(busy_again) < min(idle), (busy, idle, busy_again)
