@@ -487,3 +487,153 @@ def _memory(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1]) << 10
     raise LookupError(field)
+
+
+# ------------------------------------------------------------------ the collector
+#
+# The child that collected an exercise's tests forks the child of each later grade of that
+# exercise (grader/testing/warm.py, at _collector). Each grade's child shares its namespaces
+# with the grades before and after it; these hidden tests do, as a grade's child, what a
+# grade could to leave something for the next, and the next must find nothing of it.
+
+COLLECTED_ONCE = """import os, time
+from grader.testing import visible
+
+COLLECTED = (os.getpid(), time.time())
+
+
+@visible
+def test_once(student):
+    assert False, f"collected {COLLECTED} graded in {os.getpid()}"
+"""
+
+
+def test_the_grades_of_an_exercise_each_run_in_a_process_of_their_own_from_its_tests_collected_once(
+        tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"test_once.py": COLLECTED_ONCE})
+    said = [re.fullmatch(r"collected (\(.*\)) graded in (\d+)", messages(grade(bundle, SOLUTION))["test_once"])
+            for _ in range(3)]
+    assert all(said), said
+    assert len({m[1] for m in said}) == 1  # one collection
+    assert len({m[2] for m in said}) == 3  # three processes, one per grade
+
+
+LEAVE_A_FILE = """import os
+from grader.testing import visible
+
+
+@visible
+def test_leave(student):
+    found = sorted(os.listdir("/tmp"))
+    with open("/tmp/left-behind", "w") as fh:
+        fh.write("from an earlier grade")
+    os.makedirs("/tmp/a/b", exist_ok=True)
+    os.chmod("/tmp/a", 0)
+    assert False, f"found {found}"
+"""
+
+
+def test_what_a_grade_leaves_in_tmp_is_never_seen_by_the_next(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"test_leave.py": LEAVE_A_FILE})
+    for _ in range(3):
+        assert messages(grade(bundle, SOLUTION)) == {"test_leave": "found ['bundle']"}
+
+
+TAMPER = """import os, resource, signal
+from grader.testing import visible
+
+CHANGES = {{
+    "nice": lambda pid: os.setpriority(os.PRIO_PROCESS, pid, 19),
+    "cpus": lambda pid: os.sched_setaffinity(pid, {{min(os.sched_getaffinity(0))}}),
+    "limits": lambda pid: resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64)),
+    "oom score": lambda pid: open(f"/proc/{{pid}}/oom_score_adj", "w").write("500"),
+    "memory": lambda pid: open(f"/proc/{{pid}}/mem", "rb").read(1),
+    "SIGSTOP": lambda pid: os.kill(pid, signal.SIGSTOP),
+    "SIGKILL": lambda pid: os.kill(pid, signal.SIGKILL),
+}}
+
+
+def others_of_my_uid():
+    me, uid = os.getpid(), str(os.getuid())
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                status = open(f"/proc/{{name}}/status").read()
+            except OSError:
+                continue
+            if status.split("Uid:")[1].split()[0] == uid:
+                yield int(name)
+
+
+@visible
+def test_tamper(student):
+    inherited = (os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
+                 resource.getrlimit(resource.RLIMIT_NOFILE), open("/proc/self/oom_score_adj").read().strip())
+    done = False
+    for pid in others_of_my_uid():
+        try:
+            CHANGES[{change!r}](pid)
+            done = True
+        except OSError:
+            pass
+    assert False, f"inherited {{inherited}} changed {{done}}"
+"""
+
+
+@pytest.mark.parametrize("change, possible", [("nice", True), ("cpus", True), ("limits", True),
+                                              ("oom score", False), ("memory", False)])
+def test_a_grade_that_changes_the_process_its_exercise_was_collected_in_leaves_the_next_as_it_was(
+        tmp_path, worker, change, possible):
+    """What a process of its uid may change in another, it does (its memory and /proc files
+    stay out of its reach); the next grade's child inherits none of it."""
+    bundle = bundle_in(tmp_path, worker, {"test_tamper.py": TAMPER.format(change=change)})
+    said = [re.fullmatch(r"inherited (.*) changed (True|False)", messages(grade(bundle, SOLUTION))["test_tamper"])
+            for _ in range(3)]
+    assert all(said), said
+    assert len({m[1] for m in said}) == 1, said  # every grade starts as the first did
+    assert {m[2] for m in said} == {str(possible)}, said
+
+
+@pytest.mark.parametrize("change", ["SIGSTOP", "SIGKILL"])
+def test_a_grade_that_stops_or_kills_the_process_its_exercise_was_collected_in_leaves_the_next_graded(
+        tmp_path, worker, change):
+    bundle = bundle_in(tmp_path, worker, {"test_tamper.py": TAMPER.format(change=change)})
+    for _ in range(3):
+        assert re.fullmatch(r"inherited .* changed True", messages(grade(bundle, SOLUTION))["test_tamper"])
+
+
+SYSTEM_V_IPC = """import ctypes
+from grader.testing import visible
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+@visible
+def test_ipc(student):
+    said = []
+    for name, call in (("shm", lambda: libc.shmget(0, 4096, 0o1600)), ("msg", lambda: libc.msgget(0, 0o1600)),
+                       ("sem", lambda: libc.semget(0, 1, 0o1600)), ("mq", lambda: libc.mq_open(b"/q", 0o102, 0o600, None))):
+        ctypes.set_errno(0)
+        said.append(f"{name} {call()} {ctypes.get_errno()}")
+    assert False, ", ".join(said)
+"""
+
+
+def test_a_grade_can_leave_nothing_in_system_v_ipc_or_message_queues_for_the_next(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"test_ipc.py": SYSTEM_V_IPC})
+    assert messages(grade(bundle, SOLUTION)) == {"test_ipc": "shm -1 1, msg -1 1, sem -1 1, mq -1 1"}
+
+
+MANY_FILES_AT_COLLECTION = """import os
+
+for i in range(2100):  # more than the collector will vouch for
+    open(f"/tmp/made-while-collected-{i}", "w").close()
+"""
+
+
+def test_an_exercise_whose_collection_leaves_more_files_than_a_collector_checks_is_graded_all_the_same(
+        tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"conftest.py": MANY_FILES_AT_COLLECTION, "test_a.py": OK_TEST})
+    for _ in range(3):
+        report = grade(bundle, SOLUTION)
+        assert [t.passed for t in report.tests] == [True], (report.status, report.message)

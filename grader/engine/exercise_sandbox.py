@@ -51,6 +51,10 @@ class SuiteFailure(Exception):
         self.kind, self.message = kind, message
 
 
+class Unprepared(wire.WireError):
+    """The warm process had no child prepared for the grade's exercise; it read nothing of the grade."""
+
+
 OnCall = Callable[[str, str, bool, list, dict], CallOutcome]
 
 
@@ -80,13 +84,21 @@ class ExerciseSandbox(WarmProcess):
         deadline = time.monotonic() + seconds
         ooms = self.memory_mark()
         try:
-            if self._prepared != key:
-                self._prepare(key, listing, tests, exercise, deadline)
-            # Since its child was given the exercise: a kill while it collected is this grade's too.
-            ooms, self._prepared = self._ooms_since_prepared, None  # the spare is this grade's now
-            self.send({"op": "grade", "bundle": key},
-                      *protocol.grade_parts(source, device=device, visible_only=visible_only), deadline=deadline)
-            run = self._follow(deadline, on_call, on_progress, ooms)
+            for again in (False, True):
+                if self._prepared != key:
+                    self._prepare(key, listing, tests, exercise, deadline)
+                # Since its child was given the exercise: a kill while it collected is this grade's too.
+                ooms, self._prepared = self._ooms_since_prepared, None  # the spare is this grade's now
+                self.send({"op": "grade", "bundle": key},
+                          *protocol.grade_parts(source, device=device, visible_only=visible_only), deadline=deadline)
+                try:
+                    run = self._follow(deadline, on_call, on_progress, ooms)
+                    break
+                except Unprepared:
+                    # It had none for this exercise after all (the process that had collected
+                    # its tests was found changed, say): the exercise again, then the grade.
+                    if again:
+                        raise
         except wire.FrameTimeout:
             self.close()
             raise SuiteFailure("exercise", f"the exercise's tests did not finish within {seconds:g} s") from None
@@ -141,7 +153,7 @@ class ExerciseSandbox(WarmProcess):
                                            max_blob=protocol.ENVELOPE_BLOB)
             if envelope.get("event") == "ended":
                 if envelope.get("unprepared"):
-                    raise wire.WireError("the warm process had no child prepared for the exercise")
+                    raise Unprepared("the warm process had no child prepared for the exercise")
                 break
             if envelope.get("event") != "child":
                 raise wire.WireError(f"the warm process said {str(envelope)[:80]}")

@@ -40,6 +40,17 @@ DENIED = (
     "preadv2", "pwritev2", "cachestat", "fadvise64", "readahead",
 )
 
+# A grade's child forked from the process that collected its exercise's tests shares that
+# process's IPC namespace with the grades before and after it (it cannot make one of its own:
+# the namespace calls are denied above). What System V IPC and POSIX message queues keep
+# outlives the processes that made it, so a grade there could leave something for the next:
+# it is denied them, on top of the filter above (walls.py, grader/testing/warm.py).
+SHARED_DENIED = (
+    "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+    "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+)
+
 # From <asm/unistd_64.h> (x86_64) and <asm-generic/unistd.h> (aarch64).
 _X86_64 = dict(
     ptrace=101, process_vm_readv=310, process_vm_writev=311, kcmp=312, pidfd_getfd=438,
@@ -55,6 +66,9 @@ _X86_64 = dict(
     sethostname=170, setdomainname=171, iopl=172, ioperm=173, modify_ldt=154, uselib=134,
     preadv2=327, pwritev2=328, cachestat=451, fadvise64=221, readahead=187,
     clone=56, clone3=435,
+    shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65, semctl=66, semtimedop=220,
+    msgget=68, msgsnd=69, msgrcv=70, msgctl=71,
+    mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
 )
 _AARCH64 = dict(
     ptrace=117, process_vm_readv=270, process_vm_writev=271, kcmp=272, pidfd_getfd=438,
@@ -70,6 +84,9 @@ _AARCH64 = dict(
     sethostname=161, setdomainname=162,
     preadv2=286, pwritev2=287, cachestat=451, fadvise64=223, readahead=213,
     clone=220, clone3=435,
+    mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184, mq_getsetattr=185,
+    msgget=186, msgctl=187, msgrcv=188, msgsnd=189, semget=190, semctl=191, semtimedop=192, semop=193,
+    shmget=194, shmctl=195, shmat=196, shmdt=197,
 )
 # machine -> (AUDIT_ARCH_*, numbers, lowest number of a foreign ABI on the same arch)
 ARCHES = {
@@ -99,13 +116,15 @@ class SeccompError(OSError):
     pass
 
 
-def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
-    """The filter for this machine, as (code, jt, jf, k) instructions."""
+def program(machine: str | None = None, kind: str = "walls") -> list[tuple[int, int, int, int]]:
+    """The filter for this machine, as (code, jt, jf, k) instructions. ``kind``: "walls" (the
+    filter every sandboxed child loads) or "shared" (SHARED_DENIED alone, loaded on top of it)."""
     machine = machine or platform.machine()
     if machine not in ARCHES:
         raise SeccompError(f"no system-call filter for the {machine} architecture")
     audit_arch, numbers, foreign = ARCHES[machine]
-    denied = sorted({numbers[name] for name in DENIED if name in numbers})
+    walls = kind == "walls"
+    denied = sorted({numbers[name] for name in (DENIED if walls else SHARED_DENIED) if name in numbers})
     # Layout: checks, then the three shared returns: deny (EPERM), no-such-call, allow.
     body: list[list] = []
     body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARCH])
@@ -116,10 +135,13 @@ def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
         body.append([_BPF_JGE_K, "deny", 0, foreign])
     for nr in denied:
         body.append([_BPF_JEQ_K, "deny", 0, nr])
-    body.append([_BPF_JEQ_K, "nosys", 0, numbers["clone3"]])
-    body.append([_BPF_JEQ_K, 0, "allow", numbers["clone"]])
-    body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARG0])
-    body.append([_BPF_JSET_K, "deny", "allow", CLONE_NAMESPACES])
+    if walls:
+        body.append([_BPF_JEQ_K, "nosys", 0, numbers["clone3"]])
+        body.append([_BPF_JEQ_K, 0, "allow", numbers["clone"]])
+        body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARG0])
+        body.append([_BPF_JSET_K, "deny", "allow", CLONE_NAMESPACES])
+    else:
+        body.append([_BPF_JEQ_K, "allow", "allow", 0])  # the rest: allowed
     labels = {"deny": len(body), "nosys": len(body) + 1, "allow": len(body) + 2}
     body += [[_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EPERM],
              [_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS],
@@ -137,39 +159,39 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-_compiled: dict[str, bytes] = {}
+_compiled: dict[tuple[str, str], bytes] = {}
 
 
-def compiled(machine: str | None = None) -> bytes:
+def compiled(machine: str | None = None, kind: str = "walls") -> bytes:
     """The filter as the kernel reads it; built once (the warm process does, before it
     forks, so that no call child pays for it)."""
-    machine = machine or platform.machine()
-    if machine not in _compiled:
-        _compiled[machine] = b"".join(struct.pack("=HBBI", *insn) for insn in program(machine))
-    return _compiled[machine]
+    key = (machine or platform.machine(), kind)
+    if key not in _compiled:
+        _compiled[key] = b"".join(struct.pack("=HBBI", *insn) for insn in program(*key))
+    return _compiled[key]
 
 
-_ready: dict[str, tuple] = {}
+_ready: dict[tuple[str, str], tuple] = {}
 
 
-def prepare(machine: str | None = None) -> tuple:
+def prepare(machine: str | None = None, kind: str = "walls") -> tuple:
     """The filter in the kernel's structure and the prctl that loads it, made once (the warm
     process does, before it forks): a call child then only loads it, with no Python objects
     of its own to make and so no pages to copy on the way."""
-    machine = machine or platform.machine()
-    if machine not in _ready:
-        raw = compiled(machine)
+    key = (machine or platform.machine(), kind)
+    if key not in _ready:
+        raw = compiled(*key)
         buf = ctypes.create_string_buffer(raw, len(raw))
         fprog = _SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-        _ready[machine] = (buf, ctypes.byref(fprog), prctl)  # byref holds fprog, which points into buf
-    return _ready[machine]
+        _ready[key] = (buf, ctypes.byref(fprog), prctl)  # byref holds fprog, which points into buf
+    return _ready[key]
 
 
-def install(machine: str | None = None) -> None:
+def install(machine: str | None = None, kind: str = "walls") -> None:
     """Load the filter into this process (and all it starts from now on), for good."""
-    _, fprog, prctl = prepare(machine)
+    _, fprog, prctl = prepare(machine, kind)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
     if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:

@@ -100,6 +100,16 @@ def become_sandbox_user(*, calls_mount_proc: bool = False) -> None:
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
 
 
+def not_dumpable() -> None:
+    """No process of our uid may read or write our memory, nor our /proc files (they become
+    root's); a child forked from now on starts the same."""
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def dumpable() -> None:
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 class as_child_user:
     """Act as the children's uid for a moment: signals need a matching uid."""
 
@@ -224,6 +234,7 @@ def enter_rest(*, tmp_bytes: int, folder: str, populate: Callable[[], None]) -> 
 # (The first clone, not clone3: with no stack and no thread ids its arguments read the same
 # on every architecture, and kernels before 5.3 have it too.)
 
+_CLONE_PARENT = 0x00008000
 _NAMESPACES = _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET
 _CLONE_OWN_PIDS = _NAMESPACES | _CLONE_NEWPID | signal.SIGCHLD
 # Both hold the GIL across the call, as os.fork() holds it across fork().
@@ -243,22 +254,40 @@ def fork_own_pids() -> int:
     global _cloned_as
     if not IN_SANDBOX:
         return os.fork()
-    if len(os.listdir("/proc/self/task")) != 1:
-        raise RuntimeError("a fork of its own PIDs needs a process of one thread")
-    if _CLONE is None:
-        raise OSError(errno.ENOSYS, f"no clone() known on {platform.machine()}")
     _cloned_as = (child_uid, child_uid) if child_uid is not None else (os.getuid(), os.getgid())
     # The namespaces' owner is the effective uid at the clone: the children's, for a moment.
     acting = as_child_user()
     acting.__enter__()
+    try:
+        pid = _clone(_CLONE_OWN_PIDS)
+    except BaseException:
+        acting.__exit__(None, None, None)
+        raise
+    if pid:
+        acting.__exit__(None, None, None)
+    return pid  # the child acts as the children's uid still: enter_ahead() makes it for good
+
+
+def fork_sibling() -> int:
+    """os.fork(), the child born our parent's child rather than ours (CLONE_PARENT): our
+    parent waits for it, reaps it and reads how it ended, as it does for its own. A single-
+    threaded process only (see :func:`fork_own_pids`); not the first of a PID namespace."""
+    return _clone(_CLONE_PARENT | signal.SIGCHLD)
+
+
+def _clone(flags: int) -> int:
+    """clone() with no stack of its own, wrapped in Python's own before- and after-fork work."""
+    if len(os.listdir("/proc/self/task")) != 1:
+        raise RuntimeError("a fork by clone() needs a process of one thread")
+    if _CLONE is None:
+        raise OSError(errno.ENOSYS, f"no clone() known on {platform.machine()}")
     _python.PyOS_BeforeFork()
-    pid = _syscall(_CLONE, ctypes.c_ulong(_CLONE_OWN_PIDS), None, None, None, None)
+    pid = _syscall(_CLONE, ctypes.c_ulong(flags), None, None, None, None)
     if pid == 0:
         _python.PyOS_AfterFork_Child()
-        return 0  # acting as the children's uid still: enter_ahead() makes it for good
+        return 0
     error = ctypes.get_errno()
     _python.PyOS_AfterFork_Parent()
-    acting.__exit__(None, None, None)
     if pid < 0:
         raise OSError(error, f"clone: {os.strerror(error)}")
     return pid
@@ -280,6 +309,26 @@ def _own_proc() -> None:
         counters = f"/proc/{name}".encode()
         if os.path.exists(counters):
             check(libc.mount(b"/dev/null", counters, None, _MS_BIND, None), f"/proc/{name}")
+
+
+def runnable(pid: int) -> bool:
+    """Not stopped or traced: a process waiting for its work sleeps ("S")."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"T", b"t", b"Z", b"X")
+
+
+def scheduling(pid: int) -> tuple | None:
+    """What a process hands on to every child it forks and another process of its uid could
+    change: nice value, policy, priority, CPUs. (0: this process.)"""
+    try:
+        return (os.getpriority(os.PRIO_PROCESS, pid), os.sched_getscheduler(pid),
+                os.sched_getparam(pid).sched_priority, frozenset(os.sched_getaffinity(pid)))
+    except OSError:
+        return None
 
 
 def check(result: int, step: str) -> None:

@@ -220,10 +220,10 @@ def _rehearsing() -> bool:
 
 
 def _take_child() -> _Child:
-    ours = _scheduling(0)
+    ours = walls.scheduling(0)
     while _spares:
         child = _spares.pop(0)
-        if _alive(child.pid) and _runnable(child.pid) and _scheduling(child.pid) == ours:
+        if _alive(child.pid) and walls.runnable(child.pid) and walls.scheduling(child.pid) == ours:
             return child
         # Dead, stopped, or its nice value, policy or CPUs changed: never hand it a call.
         _discard(child)
@@ -238,24 +238,6 @@ def _discard(child: _Child) -> None:
             pass
     walls.dying.add(child.pid)
     child.discard()
-
-
-def _runnable(pid: int) -> bool:
-    """Not stopped or traced: a spare waits in a read, sleeping ("S")."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"T", b"t", b"Z", b"X")
-
-
-def _scheduling(pid: int) -> tuple | None:
-    try:
-        return (os.getpriority(os.PRIO_PROCESS, pid), os.sched_getscheduler(pid),
-                os.sched_getparam(pid).sched_priority, frozenset(os.sched_getaffinity(pid)))
-    except OSError:
-        return None
 
 
 def _readable(fd: int, within: float = 0.0) -> bool:

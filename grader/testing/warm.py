@@ -21,6 +21,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import sys
 import time
 from dataclasses import asdict
@@ -51,6 +52,7 @@ def main() -> None:
     import torch
 
     seccomp.prepare()
+    seccomp.prepare(kind="shared")  # for the children of a collector (_collector)
     _warm_up()
     global _prepared
     from grader.testing import harness
@@ -65,14 +67,21 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
-        if huge_pages.due() and not select.select([requests], [], [], 0)[0]:
+        if huge_pages.due() and not _readable(requests):
             huge_pages.fold_next()  # between grades, a piece at a time
             continue
-        if spare is None and not select.select([requests], [], [], 0)[0]:
+        if spare is not None and spare.collecting and _readable(spare.ctl):
+            spare = _collected(spare)  # its tests collected: the collector of its exercise now
+            continue
+        if spare is None and not _readable(requests):
             # While idle, and only after the last grade was swept: nothing untrusted runs
             # while it waits (it keeps our uid until it reads its exercise).
-            spare = _Child()
+            spare = _next_spare()
             continue
+        if spare is not None and spare.collecting:
+            select.select([requests, spare.ctl], [], [])
+            if not _readable(requests):
+                continue
         try:
             header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
                                                 max_blob=protocol.ENVELOPE_BLOB)
@@ -80,17 +89,11 @@ def main() -> None:
             return
         op = header.get("op")
         if op == "prepare":
-            # The next grade's exercise: a spare of its own collects its tests now.
-            if spare is not None and spare.bundle is not None:
-                _discard(spare)
-                spare = None
-            spare = spare or _Child()
-            spare.bundle = header.get("bundle")
-            if not _to_child(spare, blob):
-                _discard(spare)  # its grade is then answered as unprepared
-                spare = None
+            spare = _prepare(spare, header.get("bundle"), blob)
         elif op == "grade":
             child, spare = spare, None
+            if child is not None and child.collecting:
+                child = _settle(child, requests)
             if child is None or child.bundle is None or child.bundle != header.get("bundle"):
                 # The worker prepares every grade's exercise first: its own bug, said plainly.
                 if child is not None:
@@ -157,24 +160,36 @@ def test_warm_up(student):
 # ---------------------------------------------------------------- the warm side of a grade
 
 class _Child:
-    """A forked child waiting for the one grade it will run."""
+    """A forked child waiting for the one grade it will run (or, once it has collected its
+    exercise's tests, forking the child of each grade of that exercise: ``_collector``)."""
 
-    def __init__(self) -> None:
-        req_r, self.req_w = os.pipe()
-        self.res_r, res_w = os.pipe()
-        parent = os.getpid()
-        self.pid = huge_pages.fork()
-        if self.pid == 0:
-            try:
-                os.close(self.req_w)
-                os.close(self.res_r)
-                _child(req_r, res_w, parent)
-            except BaseException as exc:  # noqa: BLE001 - our bug, not the exercise's: say so
-                os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
-            finally:
-                os._exit(71)
-        os.close(req_r)
-        os.close(res_w)
+    def __init__(self, adopted: tuple[int, int, int] | None = None) -> None:
+        """``adopted``: (pid, request pipe, result pipe) of a child the collector forked."""
+        self.ctl = None  # our end of the control socket: a child we forked, in the sandbox
+        if adopted is not None:
+            self.pid, self.req_w, self.res_r = adopted
+        else:
+            req_r, self.req_w = os.pipe()
+            self.res_r, res_w = os.pipe()
+            ctl = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if IN_SANDBOX else None
+            parent = os.getpid()
+            self.pid = huge_pages.fork()
+            if self.pid == 0:
+                try:
+                    os.close(self.req_w)
+                    os.close(self.res_r)
+                    if ctl is not None:
+                        ctl[0].close()
+                    _child(req_r, res_w, parent, ctl[1] if ctl is not None else None)
+                except BaseException as exc:  # noqa: BLE001 - our bug, not the exercise's: say so
+                    os.write(2, f"sandbox: internal error: {type(exc).__name__}: {exc}\n".encode())
+                finally:
+                    os._exit(71)
+            os.close(req_r)
+            os.close(res_w)
+            if ctl is not None:
+                ctl[1].close()
+                self.ctl = ctl[0]
         os.set_blocking(self.req_w, False)  # every frame to it has a deadline (_to_child)
         # Room for a whole grade frame (the largest submission, 256 KiB) while the child is
         # still collecting its tests and reads nothing: the grade waits in the pipe, not here.
@@ -184,13 +199,203 @@ class _Child:
         self.pidfd = os.pidfd_open(self.pid)
         self.reaped = False
         self.bundle = None  # what the worker named the exercise it prepares, once it does
+        self.collecting = False  # given its exercise, and its word that it collected it not read yet
+        self.inherited = None  # a collector's: what each child it forks inherits, as it was
 
 
-def _discard(child: _Child) -> None:
+def _discard(child: _Child, keep: _Child | None = None) -> None:
     """A spare no grade will use (another exercise's, or one that would not read its
-    exercise): ended, with all it started, as a grade's child is."""
+    exercise): ended, with all it started, as a grade's child is (but ``keep``)."""
     _kill(child)
-    _reap(child)
+    _reap(child, keep)
+
+
+def _readable(fd, within: float = 0.0) -> bool:
+    return bool(select.select([fd], [], [], within)[0])
+
+
+# ---------------------------------------------------------------- the collector
+#
+# Collecting a suite (pytest's configuration, the conftest files, the test modules imported,
+# the items made) cost each grade's child ~21 ms of its ~43 ms of CPU, for the same result
+# every time. So the child that collected an exercise's tests stays, as its collector, and
+# forks the child of each later grade of that exercise from there, collected already; it
+# never receives a grade (the worker's grades reach each grade's child only).
+#
+# The collector ran the exercise's own code (its conftest and modules, at import) behind the
+# same walls as any grade: the children's uid, namespaces of its own, its private /tmp with
+# the bundle read-only, no capabilities, the system-call filter. Its children cannot make
+# namespaces (the filter denies it), so each shares the collector's, one after the other:
+# - processes: everything but us and the collector is ended after each grade, as before;
+# - the collector itself: it is not dumpable (no grade's child may read or write its memory,
+#   nor its /proc files), and before it forks each grade's child we check what a process of
+#   its uid could have changed in it and its children inherit (alive and not stopped, one
+#   thread, scheduling, limits, OOM score);
+# - its /tmp: what is there (each file's inode, change time and size, which no process can
+#   set back) must be as it was when it had collected; a grade that wrote there leaves the
+#   next a fresh collector;
+# - System V IPC and POSIX message queues, which outlive their processes: denied to each
+#   grade's child (seccomp.SHARED_DENIED);
+# - its network namespace has no link up, and what a grade opens there ends with it.
+# A collector found changed is ended, and the next grade's child collects afresh (the worker
+# sends the exercise after each grade, and again for a grade that found no child prepared):
+# what one grade does to it costs the next its collection, never its verdicts. We keep no
+# exercise's files ourselves: every child we fork later, for any course's exercise, would
+# hold them.
+
+_collector: _Child | None = None
+_legacy: set[str] = set()  # exercises whose collector could not fork: a child per grade
+
+
+def _prepare(spare: _Child | None, key, frame: bytearray) -> _Child | None:
+    """The next grade's exercise: its collector's child, or a spare that collects it now."""
+    if spare is not None and spare.bundle == key:
+        return spare
+    if spare is not None and spare.bundle is not None:
+        _discard(spare)
+        spare = None
+    if _collector is not None and _collector.bundle != key:
+        _end_collector(keep=spare)
+    if _collector is not None:
+        if spare is not None:
+            _discard(spare)
+        spare = _from_collector()
+        if spare is not None:
+            return spare
+    return _given(spare or _Child(), key, frame)
+
+
+def _given(spare: _Child, key, frame) -> _Child | None:
+    spare.bundle = key
+    spare.collecting = spare.ctl is not None
+    if not _to_child(spare, frame):
+        _discard(spare)  # its grade is then answered as unprepared
+        return None
+    return spare
+
+
+def _next_spare() -> _Child:
+    """While idle: the child of the next grade, from the collector where there is one."""
+    child = _from_collector()
+    return child if child is not None else _Child()
+
+
+def _settle(spare: _Child, requests: int) -> _Child | None:
+    """A grade has come for a spare still collecting its tests: wait for its word (or its
+    end), and return the child that runs the grade."""
+    while spare is not None and spare.collecting:
+        ready = select.select([spare.ctl, spare.pidfd, requests], [], [])[0]
+        if spare.ctl in ready:
+            spare = _collected(spare)
+        elif spare.pidfd in ready:
+            spare.collecting = False  # it ended while collecting: what it wrote says how
+        elif requests in ready:
+            try:
+                _, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
+                                               max_blob=protocol.ENVELOPE_BLOB)
+            except wire.Closed:
+                os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
+            wire.wipe(blob)  # nothing the worker sends now is for this grade
+    return spare
+
+
+def _collected(spare: _Child) -> _Child | None:
+    """The spare says it has collected its exercise's tests: it becomes the collector, and
+    its first child the spare (or, where that cannot be, it runs the grade itself)."""
+    global _collector
+    spare.collecting = False
+    try:
+        word = spare.ctl.recv(64)
+    except OSError:
+        word = b""
+    if word != b"collected":
+        return spare  # it broke off: its grade reads what it wrote
+    if spare.bundle not in _legacy and _threads(spare.pid) == 1:
+        spare.inherited = _inherited(spare.pid)
+        if spare.inherited is not None:
+            if _collector is not None:
+                _end_collector(keep=spare)
+            _collector = spare
+            child = _from_collector()
+            if child is None:  # (it ended it) its grade is answered as unprepared and sent again
+                _legacy.add(spare.bundle)
+            return child
+    try:
+        spare.ctl.send(b"alone")  # it runs the grade itself, as any spare does
+    except OSError:
+        pass
+    return spare
+
+
+def _from_collector() -> _Child | None:
+    """A child forked by the collector for the next grade, once the collector is found as it
+    was; None (the collector ended) where it is not, or it does not fork one."""
+    collector = _collector
+    if collector is None:
+        return None
+    if not (_alive(collector.pid) and walls.runnable(collector.pid) and _threads(collector.pid) == 1
+            and walls.scheduling(collector.pid) == walls.scheduling(0)
+            and _inherited(collector.pid) == collector.inherited):
+        _end_collector()
+        return None
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    pid = None
+    try:
+        collector.ctl.settimeout(5.0)
+        socket.send_fds(collector.ctl, [b"fork"], [req_r, res_w])
+        answer = collector.ctl.recv(32)
+        pid = int(answer) if answer.isdigit() else None
+    except (OSError, ValueError):
+        pid = None
+    finally:
+        os.close(req_r)
+        os.close(res_w)
+    if pid is None or pid == collector.pid or not _alive(pid):
+        for fd in (req_w, res_r):
+            os.close(fd)
+        _end_collector()  # it forks no child of ours: whatever it made goes with the sweep
+        return None
+    child = _Child(adopted=(pid, req_w, res_r))
+    child.bundle = collector.bundle
+    return child
+
+
+def _end_collector(keep: _Child | None = None) -> None:
+    """End the collector, and all else of the sandbox but ``keep``."""
+    global _collector
+    collector, _collector = _collector, None
+    if collector is not None:
+        collector.ctl.close()
+        _discard(collector, keep)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def _threads(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _inherited(pid: int) -> tuple | None:
+    """What every child of the collector inherits that a process of its uid could change
+    since, and we can read: its limits and OOM score. (Its /tmp it checks itself: not being
+    dumpable, it is out of our reach too.)"""
+    try:
+        with open(f"/proc/{pid}/limits") as fh:
+            limits = fh.read()
+        with open(f"/proc/{pid}/oom_score_adj") as fh:
+            oom = fh.read()
+    except OSError:
+        return None
+    return limits, oom
 
 
 def _grade(child: _Child, request: bytearray, requests: int, replies: int) -> None:
@@ -218,11 +423,11 @@ def _kill(child: _Child) -> None:
             pass
 
 
-def _reap(child: _Child) -> None:
+def _reap(child: _Child, keep: _Child | None = None) -> None:
     if not child.reaped:
         _wait(child.pid, child.pidfd)
     os.close(child.pidfd)
-    _end_grade(child.pid)
+    _end_grade(child.pid, keep)
 
 
 def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> dict:
@@ -334,11 +539,13 @@ def _gone(seconds: float = 2.0) -> None:
             time.sleep(0.002)
 
 
-def _end_grade(pid: int) -> None:
-    """Nothing of the grade survives it: every other process of the sandbox ends (its
-    files lived in the child's private /tmp); unsandboxed, its session and its folder."""
+def _end_grade(pid: int, keep: _Child | None = None) -> None:
+    """Nothing of the grade survives it: every other process of the sandbox ends but the
+    collector (its files lived in the child's private /tmp, or in the collector's, which the
+    collector's next child finds as it was or never sees); unsandboxed, its session and its
+    folder."""
     if IN_SANDBOX:
-        walls.sweep(set())
+        walls.sweep({c.pid for c in (_collector, keep) if c is not None})
         _gone()
         return
     try:
@@ -350,9 +557,9 @@ def _end_grade(pid: int) -> None:
 
 # ---------------------------------------------------------------- the child
 
-def _child(req_r: int, res_w: int, parent: int) -> None:
+def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> None:
     walls.own_session()
-    walls.close_all_but(req_r, res_w)
+    walls.close_all_but(req_r, res_w, *([ctl.fileno()] if ctl is not None else []))
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     # First its exercise (the bundle's tests, no grade's data): the walls go up and the tests
     # are collected while no grade waits; then the grade itself (the submission).
@@ -366,6 +573,7 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     walls.enter(tmp_bytes=int(limits.get("tmp_bytes", 256 << 20)), parent=parent, folder=BUNDLE,
                 populate=lambda: _write(files))
     del files
+    walls.not_dumpable()  # (a collector's children, of its uid, never read or write its memory)
     walls.set_limits(cpu_seconds=float(limits.get("cpu_seconds", 120)),
                      file_bytes=int(limits.get("file_bytes", 64 << 20)),
                      processes=int(limits.get("processes", 64)))
@@ -387,6 +595,8 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     channel = RemoteChannel(req_r, send, probes=prepare.get("probes") is True)
 
     def start() -> bool:
+        if ctl is not None:
+            _serve_grades(ctl, req_r, res_w, send)  # returns in a grade's child, or to run the grade here
         try:
             grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
         except wire.WireError:
@@ -402,6 +612,66 @@ def _child(req_r: int, res_w: int, parent: int) -> None:
     # The warm process takes this as the end, and waits for neither our status nor our teardown.
     wire.write_all(res_w, wire.END)
     os._exit(0)
+
+
+def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send) -> None:
+    """Collected: say so, and fork each grade's child as the warm process asks (module
+    comment at ``_collector``), with the pipes it hands over in place of ours. Returns in each
+    such child, or here if the warm process says this process runs its grade itself."""
+    collected = _tmp_state()
+    ctl.send(b"collected")
+    while True:
+        try:
+            word, fds, _, _ = socket.recv_fds(ctl, 64, 2)
+        except OSError:
+            os._exit(0)
+        if word == b"alone" and not fds:
+            ctl.close()
+            return
+        if word != b"fork" or len(fds) != 2:
+            os._exit(0)  # the warm process is gone
+        now = _tmp_state()
+        if collected is None or now is None or now != collected:
+            os._exit(0)  # a grade wrote here: the next collects afresh
+        pid = walls.fork_sibling()  # the warm process's child, as every grade's child is
+        if pid == 0:
+            ctl.close()
+            os.setsid()
+            walls.dumpable()  # its memory its own to read again, as any grade's child (not ours)
+            os.dup2(fds[0], req_r)
+            os.dup2(fds[1], res_w)
+            for fd in fds:
+                os.close(fd)
+            try:
+                seccomp.install(kind="shared")
+            except OSError as exc:
+                os.write(2, f"sandbox: could not isolate the grade (system-call filter: {exc})\n".encode())
+                os._exit(walls.NOT_ISOLATED)
+            send({"event": "isolated"})
+            return
+        for fd in fds:
+            os.close(fd)
+        ctl.send(str(pid).encode())
+
+
+def _tmp_state() -> list | None:
+    """Our /tmp as it is: each entry's inode, change time and size (which no process can
+    set back once it has written), None when there is too much to say."""
+    entries = []
+    try:
+        for folder, dirs, names in os.walk(SCRATCH, onerror=_raise):
+            for name in dirs + names:
+                st = os.lstat(os.path.join(folder, name))
+                entries.append((os.path.join(folder, name), st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode))
+            if len(entries) > MAX_FILES:
+                return None
+    except OSError:  # a folder it may not read, say
+        return None
+    return sorted(entries)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def _files(listing, blob: bytearray) -> dict[str, bytes]:
