@@ -19,8 +19,10 @@ frames of the exercise sandbox and the calls of the student one, timed as they p
 an idle pass of its own; and the CPU per grade of the worker's side and of each sandbox.
 
 Then several grades in flight: ``--in-flight`` processes, each with sandboxes of its own
-(what a Celery worker with that concurrency runs), grade back to back at once. Printed:
-their throughput together, p50 per grade, and the CPU per grade over the machine.
+(what a Celery worker with that concurrency runs), grade back to back at once, each after
+``--in-flight-warm-up`` grades of its own (the throughput a worker sustains through a queue,
+not the first seconds of its sandboxes). Printed: their throughput together, p50 per grade,
+and the CPU per grade over the machine.
 """
 
 from __future__ import annotations
@@ -201,12 +203,14 @@ def room_cpu_s() -> dict[str, float]:
     return rooms
 
 
-def _in_flight_worker(slug: str, n: int, ready, go, results) -> None:
-    """One of several grading processes: its own sandboxes, started before the others begin."""
+def _in_flight_worker(slug: str, n: int, warm_up: int, ready, go, results) -> None:
+    """One of several grading processes: its own sandboxes, started and graded ``warm_up``
+    times back to back before the others begin (a worker some way into a queue: its heap
+    folded, its spares no longer rehearsing)."""
     exercise = catalog.find(slug)
     batch = submissions(exercise)
-    grade(exercise, batch[0][1])
-    grade(exercise, batch[1 % len(batch)][1])
+    for i in range(max(2, warm_up)):
+        grade(exercise, batch[i % len(batch)][1])
     ready.release()
     go.wait()
     times, start = [], time.perf_counter()
@@ -217,13 +221,13 @@ def _in_flight_worker(slug: str, n: int, ready, go, results) -> None:
     results.put((start, time.perf_counter(), times))
 
 
-def in_flight(exercise, processes: int, n: int) -> tuple[float, list[float], float]:
+def in_flight(exercise, processes: int, n: int, warm_up: int = 20) -> tuple[float, list[float], float]:
     """Throughput (grades/s), per-grade times and CPU per grade (ms) with ``processes``
-    grading at once, ``n`` grades each."""
+    grading at once, ``n`` grades each, after ``warm_up`` each."""
     # Spawned, not forked: each starts clean, as a worker's pool process with sandboxes of its own.
     ctx = multiprocessing.get_context("spawn")
     ready, go, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
-    workers = [ctx.Process(target=_in_flight_worker, args=(exercise.slug, n, ready, go, results))
+    workers = [ctx.Process(target=_in_flight_worker, args=(exercise.slug, n, warm_up, ready, go, results))
                for _ in range(processes)]
     for w in workers:
         w.start()
@@ -276,6 +280,8 @@ def main() -> None:
                         help="idle time before each submission in the unsaturated run")
     parser.add_argument("--in-flight", type=int, default=2,
                         help="grading processes at once in the last pass (0: skip it)")
+    parser.add_argument("--in-flight-warm-up", type=int, default=20,
+                        help="grades each of those processes makes back to back before the pass")
     args = parser.parse_args()
 
     exercise = catalog.find(args.exercise)
@@ -298,7 +304,7 @@ def main() -> None:
     if args.in_flight:
         from grader.engine.grading import shutdown
         shutdown()  # this process's sandboxes idle no more beside the others'
-        several = in_flight(exercise, args.in_flight, args.n)
+        several = in_flight(exercise, args.in_flight, args.n, args.in_flight_warm_up)
     print(f"exercise {exercise.slug}: {len(batch)} distinct submissions (reference + mutants)")
     print(f"{'grader':<40}{'n':>5}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}")
     rows = ((f"warm engine, {args.gap_ms} ms idle before each", idle_ms),

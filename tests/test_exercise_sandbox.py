@@ -580,12 +580,12 @@ def test_tamper(student):
 """
 
 
-@pytest.mark.parametrize("change, possible", [("nice", True), ("cpus", True), ("limits", True),
+@pytest.mark.parametrize("change, possible", [("nice", False), ("cpus", True), ("limits", True),
                                               ("oom score", False), ("memory", False)])
 def test_a_grade_that_changes_the_process_its_exercise_was_collected_in_leaves_the_next_as_it_was(
         tmp_path, worker, change, possible):
-    """What a process of its uid may change in another, it does (its memory and /proc files
-    stay out of its reach); the next grade's child inherits none of it."""
+    """What a process of its uid may change in another, it does (its memory, its /proc files
+    and its nice value stay out of its reach); the next grade's child inherits none of it."""
     bundle = bundle_in(tmp_path, worker, {"test_tamper.py": TAMPER.format(change=change)})
     said = [re.fullmatch(r"inherited (.*) changed (True|False)", messages(grade(bundle, SOLUTION))["test_tamper"])
             for _ in range(3)]
@@ -637,3 +637,33 @@ def test_an_exercise_whose_collection_leaves_more_files_than_a_collector_checks_
     for _ in range(3):
         report = grade(bundle, SOLUTION)
         assert [t.passed for t in report.tests] == [True], (report.status, report.message)
+
+
+PRIORITIES = """import ctypes, platform
+from grader.testing import visible
+
+libc = ctypes.CDLL(None, use_errno=True)
+IOPRIO_SET = {"x86_64": 251, "aarch64": 30}[platform.machine()]
+PRIO_PROCESS, PRIO_PGRP, PRIO_USER = 0, 1, 2
+IOPRIO_WHO_PROCESS, IOPRIO_WHO_USER, IDLE = 1, 3, 3 << 13
+
+
+@visible
+def test_priorities(student):
+    said = []
+    for name, call in (("own nice", lambda: libc.setpriority(PRIO_PROCESS, 0, 1)),
+                       ("group nice", lambda: libc.setpriority(PRIO_PGRP, 0, 5)),
+                       ("user nice", lambda: libc.setpriority(PRIO_USER, 0, 5)),
+                       ("own io", lambda: libc.syscall(IOPRIO_SET, IOPRIO_WHO_PROCESS, 0, IDLE)),
+                       ("user io", lambda: libc.syscall(IOPRIO_SET, IOPRIO_WHO_USER, 0, IDLE))):
+        ctypes.set_errno(0)
+        said.append(f"{name} {call()} {ctypes.get_errno()}")
+    assert False, ", ".join(said)
+"""
+
+
+def test_a_grade_sets_its_own_priorities_and_not_those_of_every_process_of_its_uid(tmp_path, worker):
+    bundle = bundle_in(tmp_path, worker, {"test_priorities.py": PRIORITIES})
+    for _ in range(2):
+        assert messages(grade(bundle, SOLUTION)) == {
+            "test_priorities": "own nice 0 0, group nice -1 1, user nice -1 1, own io 0 0, user io -1 1"}

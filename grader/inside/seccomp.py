@@ -44,7 +44,9 @@ DENIED = (
 # process's IPC namespace with the grades before and after it (it cannot make one of its own:
 # the namespace calls are denied above). What System V IPC and POSIX message queues keep
 # outlives the processes that made it, so a grade there could leave something for the next:
-# it is denied them, on top of the filter above (walls.py, grader/testing/warm.py).
+# it is denied them, on top of the filter above (walls.py, grader/testing/warm.py). That
+# filter also lets it set only its own nice value, I/O priority and scheduling attributes,
+# never those of all its uid's processes (the collector among them) or of another by pid.
 SHARED_DENIED = (
     "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
     "msgget", "msgsnd", "msgrcv", "msgctl",
@@ -69,6 +71,7 @@ _X86_64 = dict(
     shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65, semctl=66, semtimedop=220,
     msgget=68, msgsnd=69, msgrcv=70, msgctl=71,
     mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
+    setpriority=141, ioprio_set=251, sched_setattr=314,
 )
 _AARCH64 = dict(
     ptrace=117, process_vm_readv=270, process_vm_writev=271, kcmp=272, pidfd_getfd=438,
@@ -87,6 +90,7 @@ _AARCH64 = dict(
     mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184, mq_getsetattr=185,
     msgget=186, msgctl=187, msgrcv=188, msgsnd=189, semget=190, semctl=191, semtimedop=192, semop=193,
     shmget=194, shmctl=195, shmat=196, shmdt=197,
+    setpriority=140, ioprio_set=30, sched_setattr=274,
 )
 # machine -> (AUDIT_ARCH_*, numbers, lowest number of a foreign ABI on the same arch)
 ARCHES = {
@@ -105,7 +109,7 @@ _BPF_RET_K = 0x06         # BPF_RET | BPF_K
 _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
-_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16   # struct seccomp_data (args[0]'s low word: little-endian)
+_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG1 = 0, 4, 16, 24  # struct seccomp_data (args' low words: little-endian)
 
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
@@ -141,8 +145,20 @@ def program(machine: str | None = None, kind: str = "walls") -> list[tuple[int, 
         body.append([_BPF_LD_W_ABS, 0, 0, _OFF_ARG0])
         body.append([_BPF_JSET_K, "deny", "allow", CLONE_NAMESPACES])
     else:
-        body.append([_BPF_JEQ_K, "allow", "allow", 0])  # the rest: allowed
-    labels = {"deny": len(body), "nosys": len(body) + 1, "allow": len(body) + 2}
+        # Attributes every child of the collector inherits, set for every process of our uid
+        # (the collector's too) or for another by its pid: only our own may be set.
+        body.append([_BPF_JEQ_K, "own-prio", 0, numbers["setpriority"]])  # (which, who): PRIO_PROCESS, 0
+        body.append([_BPF_JEQ_K, "own-ioprio", 0, numbers["ioprio_set"]])  # IOPRIO_WHO_PROCESS, 0
+        body.append([_BPF_JEQ_K, "own-pid", "allow", numbers["sched_setattr"]])  # (pid, ...): 0
+        body += [("own-prio",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "who", "deny", 0],
+                 ("own-ioprio",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "who", "deny", 1],
+                 ("who",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG1], [_BPF_JEQ_K, "allow", "deny", 0],
+                 ("own-pid",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "allow", "deny", 0]]
+    labels = {}
+    for marker in [b for b in body if isinstance(b, tuple)]:
+        labels[marker[0]] = body.index(marker) - sum(isinstance(b, tuple) for b in body[:body.index(marker)])
+    body = [b for b in body if not isinstance(b, tuple)]
+    labels.update({"deny": len(body), "nosys": len(body) + 1, "allow": len(body) + 2})
     body += [[_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EPERM],
              [_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS],
              [_BPF_RET_K, 0, 0, _RET_ALLOW]]
