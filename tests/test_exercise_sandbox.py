@@ -6,6 +6,7 @@ student's score, and leaves the next grade untouched."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -667,3 +668,226 @@ def test_a_grade_sets_its_own_priorities_and_not_those_of_every_process_of_its_u
     for _ in range(2):
         assert messages(grade(bundle, SOLUTION)) == {
             "test_priorities": "own nice 0 0, group nice -1 1, user nice -1 1, own io 0 0, user io -1 1"}
+
+
+# What a grade's hidden tests could do (found by attacking the collector) to leave the next
+# grade of the same exercise something: each grade after the first must find what the first did.
+
+def _said_three_times(tmp_path, worker, source: str) -> list[str]:
+    bundle = bundle_in(tmp_path, worker, {"test_x.py": source})
+    return [messages(grade(bundle, SOLUTION))["test_x"] for _ in range(3)]
+
+
+SCHEDULING_BY_PID = r'''import os, ctypes, struct
+from grader.testing import visible
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_IOPRIO_SET, SYS_IOPRIO_GET, SYS_SCHED_SETATTR, SYS_SCHED_GETATTR = 251, 252, 314, 315
+
+def getattr_(pid):
+    buf = ctypes.create_string_buffer(64)
+    libc.syscall(SYS_SCHED_GETATTR, pid, buf, 56, 0)
+    size, policy, flags, nice, prio, runtime, dl, period, umin, umax = struct.unpack("=IIQiIQQQII", buf.raw[:56])
+    return {{"slice": runtime, "util": (umin, umax)}}
+
+def others_of_my_uid():
+    me, uid = os.getpid(), str(os.getuid())
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                status = open(f"/proc/{{name}}/status").read()
+            except OSError:
+                continue
+            if status.split("Uid:")[1].split()[0] == uid:
+                yield int(name)
+
+def ioprio(pid):  # IOPRIO_CLASS_IDLE
+    return libc.syscall(SYS_IOPRIO_SET, 1, pid, 3 << 13)
+
+def slice_(pid):  # SCHED_OTHER with a custom slice of 100 ms (EEVDF, Linux >= 6.12)
+    attr = struct.pack("=IIQiIQQQII", 56, 0, 0, 0, 0, 100_000_000, 0, 0, 0, 0)
+    return libc.syscall(SYS_SCHED_SETATTR, pid, ctypes.create_string_buffer(attr, 56), 0)
+
+def uclamp(pid):  # SCHED_FLAG_KEEP_ALL | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX
+    attr = struct.pack("=IIQiIQQQII", 56, 0, 0x18 | 0x20 | 0x40, 0, 0, 0, 0, 0, 0, 1)
+    return libc.syscall(SYS_SCHED_SETATTR, pid, ctypes.create_string_buffer(attr, 56), 0)
+
+@visible
+def test_x(student):
+    inherited = (libc.syscall(SYS_IOPRIO_GET, 1, 0), getattr_(0))
+    done = []
+    for pid in others_of_my_uid():
+        ctypes.set_errno(0)
+        done.append(({change}(pid), ctypes.get_errno()))
+    assert False, f"inherited {{inherited}} changed {{done}}"
+'''
+
+
+SHARED_AT_COLLECTION = r'''import mmap, os, socket, struct
+from grader.testing import visible
+
+KIND = {kind!r}
+if KIND == "mmap":
+    SHARED = mmap.mmap(-1, 4096, flags=mmap.MAP_SHARED)
+elif KIND == "memfd":
+    FD = os.memfd_create("note")
+elif KIND == "tmpfile":
+    FD = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)  # no name in /tmp: the check sees nothing
+elif KIND == "pipe":
+    R, W = os.pipe()
+    os.set_blocking(R, False)
+elif KIND == "socketpair":
+    A, B = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    B.setblocking(False)
+
+
+def read():
+    if KIND == "mmap":
+        return SHARED[:64].rstrip(b"\0").decode()
+    if KIND in ("memfd", "tmpfile"):
+        return os.pread(FD, 64, 0).decode()
+    if KIND == "pipe":
+        try:
+            return os.read(R, 64).decode()
+        except BlockingIOError:
+            return ""
+    if KIND == "socketpair":
+        try:
+            return B.recv(64).decode()
+        except BlockingIOError:
+            return ""
+
+
+def write(text):
+    data = text.encode()
+    if KIND == "mmap":
+        SHARED[:64] = data.ljust(64, b"\0")
+    elif KIND in ("memfd", "tmpfile"):
+        os.pwrite(FD, data, 0)
+    elif KIND == "pipe":
+        os.write(W, data)
+    elif KIND == "socketpair":
+        A.send(data)
+
+
+@visible
+def test_x(student):
+    found = read()
+    # what this grade saw of its student's submission, say
+    write(f"secret of grade in pid {{os.getpid()}}")
+    assert False, f"found {{found!r}}"
+'''
+
+
+SHARED_DEVNULL = r'''import fcntl, os, struct
+from grader.testing import visible
+
+F_SETSIG, F_GETSIG, F_OFD_GETLK, F_OFD_SETLK = 10, 11, 36, 37
+SECRET = 0b1011001  # say, a bit of what this grade's student answered
+
+def ofd_locked(byte):
+    fd = os.open("/dev/null", os.O_RDWR)  # an open file description of our own
+    try:
+        lk = struct.pack("hhqqi", fcntl.F_WRLCK, 0, byte, 1, 0)
+        return struct.unpack("hhqqi", fcntl.fcntl(fd, F_OFD_GETLK, lk))[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+def flocked():
+    fd = os.open("/dev/null", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+@visible
+def test_x(student):
+    found = {{"fl": fcntl.fcntl(3, fcntl.F_GETFL) & (os.O_APPEND | os.O_NONBLOCK),
+             "sig": fcntl.fcntl(3, F_GETSIG), "flock": flocked(),
+             "ofd": sum(1 << b for b in range(8) if ofd_locked(b))}}
+    what = {what!r}
+    if what == "flags":
+        fcntl.fcntl(3, fcntl.F_SETFL, os.O_APPEND | os.O_NONBLOCK)
+    elif what == "signal":
+        fcntl.fcntl(3, F_SETSIG, SECRET)
+    elif what == "flock":
+        fcntl.flock(3, fcntl.LOCK_EX)
+    elif what == "ofd":
+        for b in range(8):
+            if SECRET >> b & 1:
+                fcntl.fcntl(3, F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, b, 1, 0))
+    assert False, f"found {{found}}"
+'''
+
+
+ATIME = r'''import os
+from grader.testing import visible
+
+for i in range(8):
+    open(f"/tmp/bit-{i}", "w").write("x")
+
+@visible
+def test_x(student):
+    found = sum(1 << i for i in range(8) if os.stat(f"/tmp/bit-{i}").st_atime_ns > os.stat(f"/tmp/bit-{i}").st_mtime_ns)
+    for i in range(8):
+        if 89 >> i & 1:
+            open(f"/tmp/bit-{i}").read()
+    assert False, f"found {found}"
+'''
+
+
+TMP_ROOT = r'''import os
+from grader.testing import visible
+
+@visible
+def test_x(student):
+    st = os.stat("/tmp")
+    try:
+        xattr = os.getxattr("/tmp", "user.note")
+    except OSError as exc:
+        xattr = exc.errno
+    found = (oct(st.st_mode), st.st_mtime_ns, xattr)
+    what = {what!r}
+    if what == "utime":
+        os.utime("/tmp", ns=(123456789, 987654321))  # any two 64-bit numbers
+    elif what == "chmod":
+        os.chmod("/tmp", 0o1751)
+    elif what == "xattr":
+        os.setxattr("/tmp", "user.note", b"the student's answer: 42")
+    assert False, f"found {{found}}"
+'''
+
+
+
+@pytest.mark.parametrize("change", ["ioprio", "slice_"])
+def test_a_grade_sets_no_scheduling_attribute_of_another_process_by_its_pid(tmp_path, worker, change):
+    said = [re.fullmatch(r"inherited (.*) changed (.*)", m)
+            for m in _said_three_times(tmp_path, worker, SCHEDULING_BY_PID.format(change=change))]
+    assert all(said) and len({m[1] for m in said}) == 1, said
+    assert all(re.fullmatch(r"\[(\(-1, 1\)(, )?)+\]", m[2]) for m in said), said  # each refused: EPERM
+
+
+@pytest.mark.parametrize("kind", ["mmap", "memfd", "tmpfile", "pipe", "socketpair"])
+def test_what_the_exercises_code_makes_to_share_while_collected_is_never_shared_by_two_grades(
+        tmp_path, worker, kind):
+    assert _said_three_times(tmp_path, worker, SHARED_AT_COLLECTION.format(kind=kind)) == ["found \'\'"] * 3
+
+
+@pytest.mark.parametrize("what", ["flags", "signal", "flock", "ofd"])
+def test_what_a_grade_sets_on_its_standard_files_outlives_it_in_no_other_grade(tmp_path, worker, what):
+    said = _said_three_times(tmp_path, worker, SHARED_DEVNULL.format(what=what))
+    assert len(set(said)) == 1, said
+
+
+def test_which_files_a_grade_read_is_not_told_by_their_access_times_to_the_next(tmp_path, worker):
+    said = _said_three_times(tmp_path, worker, ATIME)
+    assert said == ["found 0"] * 3, said
+
+
+@pytest.mark.parametrize("what", ["utime", "chmod", "xattr"])
+def test_what_a_grade_sets_on_tmp_itself_the_next_never_finds(tmp_path, worker, what):
+    for found in _said_three_times(tmp_path, worker, TMP_ROOT.format(what=what)):
+        mode, mtime, xattr = re.fullmatch(r"found \('(\w+)', (\d+), (\d+)\)", found).groups()
+        assert (mode, int(xattr)) == ("0o41777", errno.ENODATA) and int(mtime) != 987654321, found

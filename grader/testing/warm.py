@@ -226,17 +226,25 @@ def _readable(fd, within: float = 0.0) -> bool:
 # same walls as any grade: the children's uid, namespaces of its own, its private /tmp with
 # the bundle read-only, no capabilities, the system-call filter. Its children cannot make
 # namespaces (the filter denies it), so each shares the collector's, one after the other:
+# - a process collects only where its collection left nothing that two children would share
+#   rather than copy: no descriptor but ours, no writable shared mapping, no signal handler
+#   (which another process's signal would run here), nothing in /tmp but the bundle; else it
+#   runs its own grade, as every grade's child did before (_serve_grades);
 # - processes: everything but us and the collector is ended after each grade, as before;
 # - the collector itself: it is not dumpable (no grade's child may read or write its memory,
 #   nor its /proc files), and before it forks each grade's child we check what a process of
 #   its uid could have changed in it and its children inherit (alive and not stopped, one
-#   thread, scheduling, limits, OOM score);
-# - its /tmp: what is there (each file's inode, change time and size, which no process can
-#   set back) must be as it was when it had collected; a grade that wrote there leaves the
-#   next a fresh collector;
+#   thread, scheduling, limits, OOM score); its children may set no priority but their own;
+# - each child's descriptors: the two pipes of its grade and a /dev/null of its own, so that
+#   no flag or lock set on an open file outlives its grade;
+# - its /tmp: its change time, which any entry made or removed and any change of the folder's
+#   own mode, times or attributes set, and no process can set back, must be as it was when it
+#   had collected; a grade that wrote there leaves the next a fresh collector;
 # - System V IPC and POSIX message queues, which outlive their processes: denied to each
 #   grade's child (seccomp.SHARED_DENIED);
 # - its network namespace has no link up, and what a grade opens there ends with it.
+# (One channel is older than the collector: a grade's child is numbered by the sandbox's PID
+# namespace, after every process the grade before it started.)
 # A collector found changed is ended, and the next grade's child collects afresh (the worker
 # sends the exercise after each grade, and again for a grade that found no child prepared):
 # what one grade does to it costs the next its collection, never its verdicts. We keep no
@@ -586,8 +594,10 @@ def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> No
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
     os.dup2(null, 2)  # what the tests print goes nowhere: the worker's files are not theirs to fill
+    os.close(null)
     sys.dont_write_bytecode = True
     send = _Sender(res_w)
+    ours = (_caught_signals(), {0, 1, 2, req_r, res_w, *([ctl.fileno()] if ctl is not None else [])})
     send({"event": "isolated"})  # waits in the pipe until the grade's frames are carried
 
     from grader.testing import harness  # imported by the warm process already
@@ -596,7 +606,7 @@ def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> No
 
     def start() -> bool:
         if ctl is not None:
-            _serve_grades(ctl, req_r, res_w, send)  # returns in a grade's child, or to run the grade here
+            _serve_grades(ctl, req_r, res_w, send, ours)  # returns in a grade's child, or to run the grade here
         try:
             grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
         except wire.WireError:
@@ -614,11 +624,18 @@ def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> No
     os._exit(0)
 
 
-def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send) -> None:
+def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send, ours: tuple) -> None:
     """Collected: say so, and fork each grade's child as the warm process asks (module
     comment at ``_collector``), with the pipes it hands over in place of ours. Returns in each
-    such child, or here if the warm process says this process runs its grade itself."""
+    such child, or here if this process runs its grade itself: where the warm process says
+    so, or where the collection left something every child would share rather than copy (a
+    descriptor, a shared mapping, a signal handler that would run its code here at another
+    process's signal, a file in /tmp)."""
     collected = _tmp_state()
+    if collected is None or _caught_signals() != ours[0] or _shared_memory() or set(_descriptors()) - ours[1]:
+        ctl.send(b"alone")
+        ctl.close()
+        return
     ctl.send(b"collected")
     while True:
         try:
@@ -635,13 +652,16 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send) -> None:
             os._exit(0)  # a grade wrote here: the next collects afresh
         pid = walls.fork_sibling()  # the warm process's child, as every grade's child is
         if pid == 0:
-            ctl.close()
+            ctl.detach()  # (closed below with the rest: the object must not close its number later)
             os.setsid()
             walls.dumpable()  # its memory its own to read again, as any grade's child (not ours)
             os.dup2(fds[0], req_r)
             os.dup2(fds[1], res_w)
-            for fd in fds:
-                os.close(fd)
+            walls.close_all_but(req_r, res_w)  # ours among them: nothing open is shared with us
+            null = os.open(os.devnull, os.O_RDWR)  # its own: locks and flags on ours would outlive it
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
             try:
                 seccomp.install(kind="shared")
             except OSError as exc:
@@ -654,24 +674,40 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send) -> None:
         ctl.send(str(pid).encode())
 
 
-def _tmp_state() -> list | None:
-    """Our /tmp as it is: each entry's inode, change time and size (which no process can
-    set back once it has written), None when there is too much to say."""
-    entries = []
+def _tmp_state() -> tuple | None:
+    """Our /tmp as it is, where it holds the bundle alone (read-only), or None: the folder's
+    change time, which any entry made or removed, any change of its mode, times or extended
+    attributes sets, and no process can set back."""
     try:
-        for folder, dirs, names in os.walk(SCRATCH, onerror=_raise):
-            for name in dirs + names:
-                st = os.lstat(os.path.join(folder, name))
-                entries.append((os.path.join(folder, name), st.st_ino, st.st_ctime_ns, st.st_size, st.st_mode))
-            if len(entries) > MAX_FILES:
-                return None
-    except OSError:  # a folder it may not read, say
+        if os.listdir(SCRATCH) != [os.path.basename(BUNDLE)]:
+            return None
+        st = os.lstat(SCRATCH)
+    except OSError:
         return None
-    return sorted(entries)
+    return st.st_ino, st.st_ctime_ns
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def _caught_signals() -> str:
+    with open("/proc/self/status") as fh:
+        return next(line for line in fh if line.startswith("SigCgt:"))
+
+
+def _shared_memory() -> bool:
+    """Whether a shared mapping is writable here (every child would write the same pages)."""
+    with open("/proc/self/maps") as fh:
+        return any(line.split()[1][1] == "w" and line.split()[1][3] == "s" for line in fh)
+
+
+def _descriptors() -> list[int]:
+    return [fd for fd in map(int, os.listdir("/proc/self/fd")) if _open(fd)]
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:  # (the listing's own)
+        return False
 
 
 def _files(listing, blob: bytearray) -> dict[str, bytes]:
