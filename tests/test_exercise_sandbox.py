@@ -95,10 +95,11 @@ def test_every_attempt_of_the_hidden_tests_to_reach_the_worker_is_refused(tmp_pa
     assert {name: m for name, m in said.items() if not m.startswith("refused:")} == {}
     assert LOOT not in first.to_json()
     # What stopped each: the walls, not a missing tool.
-    # Each call has a network namespace of its own, its loopback down: nothing listens there.
-    assert "unreachable" in said["test_connect_to_postgresql"]
-    assert "unreachable" in said["test_connect_to_redis"]
-    assert "unreachable" in said["test_reach_the_internet"]
+    # A grade's child forked by its exercise's collector may open local sockets only; one that
+    # collected its own tests has a network namespace of its own, its loopback down: nothing
+    # listens there.
+    for test in ("test_connect_to_postgresql", "test_connect_to_redis", "test_reach_the_internet"):
+        assert "Operation not permitted" in said[test] or "unreachable" in said[test], said[test]
     assert "Read-only file system" in said["test_write_into_the_bundle"]
     assert "Read-only file system" in said["test_write_into_the_grader_package"]
     assert "No such file" in said["test_write_outside_the_scratch_space"]
@@ -891,3 +892,58 @@ def test_what_a_grade_sets_on_tmp_itself_the_next_never_finds(tmp_path, worker, 
     for found in _said_three_times(tmp_path, worker, TMP_ROOT.format(what=what)):
         mode, mtime, xattr = re.fullmatch(r"found \('(\w+)', (\d+), (\d+)\)", found).groups()
         assert (mode, int(xattr)) == ("0o41777", errno.ENODATA) and int(mtime) != 987654321, found
+
+
+NET_COUNTERS = """import os, socket
+from grader.testing import visible
+
+
+def counters():
+    out = {}
+    for name in ("snmp", "netstat"):
+        lines = open(f"/proc/net/{name}").read().split("\\n")
+        for head, values in zip(lines[0::2], lines[1::2]):
+            for key, value in zip(head.split()[1:], values.split()[1:]):
+                if value != "0" and key not in ("Forwarding", "DefaultTTL", "RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"):
+                    out[head.split()[0] + key] = int(value)
+    return out
+
+
+@visible
+def test_x(student):
+    found = counters()
+    for _ in range(42):  # say, what this grade's student answered
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("10.1.2.3", 9))
+        except OSError:
+            pass
+    assert False, f"found {found}"
+"""
+
+NAMELESS_FILES = """import os
+from grader.testing import visible
+
+
+def nameless():
+    try:
+        fd = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError as exc:
+        return f"errno {exc.errno}"
+    inode = os.fstat(fd).st_ino
+    os.close(fd)
+    return f"inode {inode}"
+
+
+@visible
+def test_x(student):
+    found = nameless()  # /tmp's next inode number, and nothing of /tmp changed
+    for _ in range(37):  # say, what this grade's student answered
+        nameless()
+    assert False, f"found {found}"
+"""
+
+
+@pytest.mark.parametrize("source", [NET_COUNTERS, NAMELESS_FILES], ids=["network counters", "tmp inode numbers"])
+def test_a_grade_moves_no_counter_of_the_namespaces_it_shares_with_the_next(tmp_path, worker, source):
+    said = _said_three_times(tmp_path, worker, source)
+    assert len(set(said)) == 1, said

@@ -46,7 +46,8 @@ DENIED = (
 # outlives the processes that made it, so a grade there could leave something for the next:
 # it is denied them, on top of the filter above (walls.py, grader/testing/warm.py). That
 # filter also lets it set only its own nice value, I/O priority and scheduling attributes,
-# never those of all its uid's processes (the collector among them) or of another by pid.
+# never those of all its uid's processes (the collector among them) or of another by pid,
+# and denies it the sockets and nameless files that move counters the next grade could read.
 SHARED_DENIED = (
     "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
     "msgget", "msgsnd", "msgrcv", "msgctl",
@@ -71,7 +72,7 @@ _X86_64 = dict(
     shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64, semop=65, semctl=66, semtimedop=220,
     msgget=68, msgsnd=69, msgrcv=70, msgctl=71,
     mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244, mq_getsetattr=245,
-    setpriority=141, ioprio_set=251, sched_setattr=314,
+    setpriority=141, ioprio_set=251, sched_setattr=314, socket=41, open=2, openat=257, openat2=437,
 )
 _AARCH64 = dict(
     ptrace=117, process_vm_readv=270, process_vm_writev=271, kcmp=272, pidfd_getfd=438,
@@ -90,7 +91,7 @@ _AARCH64 = dict(
     mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183, mq_notify=184, mq_getsetattr=185,
     msgget=186, msgctl=187, msgrcv=188, msgsnd=189, semget=190, semctl=191, semtimedop=192, semop=193,
     shmget=194, shmctl=195, shmat=196, shmdt=197,
-    setpriority=140, ioprio_set=30, sched_setattr=274,
+    setpriority=140, ioprio_set=30, sched_setattr=274, socket=198, openat=56, openat2=437,
 )
 # machine -> (AUDIT_ARCH_*, numbers, lowest number of a foreign ABI on the same arch)
 ARCHES = {
@@ -109,7 +110,9 @@ _BPF_RET_K = 0x06         # BPF_RET | BPF_K
 _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
-_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG1 = 0, 4, 16, 24  # struct seccomp_data (args' low words: little-endian)
+_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG1, _OFF_ARG2 = 0, 4, 16, 24, 32  # seccomp_data (args' low words: little-endian)
+_AF_UNIX = 1
+_O_TMPFILE = 0o20000000  # __O_TMPFILE, the bit of its own (O_TMPFILE also carries O_DIRECTORY)
 
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
@@ -149,7 +152,18 @@ def program(machine: str | None = None, kind: str = "walls") -> list[tuple[int, 
         # (the collector's too) or for another by its pid: only our own may be set.
         body.append([_BPF_JEQ_K, "own-prio", 0, numbers["setpriority"]])  # (which, who): PRIO_PROCESS, 0
         body.append([_BPF_JEQ_K, "own-ioprio", 0, numbers["ioprio_set"]])  # IOPRIO_WHO_PROCESS, 0
-        body.append([_BPF_JEQ_K, "own-pid", "allow", numbers["sched_setattr"]])  # (pid, ...): 0
+        body.append([_BPF_JEQ_K, "own-pid", 0, numbers["sched_setattr"]])  # (pid, ...): 0
+        # Counters the namespaces keep between grades, which a grade could move for the next
+        # to read: the network's (only local sockets, which count nothing), and /tmp's inode
+        # numbers (a file with no name there changes nothing else of /tmp).
+        body.append([_BPF_JEQ_K, "local-socket", 0, numbers["socket"]])  # (domain, ...): AF_UNIX
+        body.append([_BPF_JEQ_K, "nosys", 0, numbers["openat2"]])  # its flags sit in memory
+        if "open" in numbers:
+            body.append([_BPF_JEQ_K, "named-open1", 0, numbers["open"]])  # (path, flags, ...)
+        body.append([_BPF_JEQ_K, "named-open2", "allow", numbers["openat"]])  # (dir, path, flags, ...)
+        body += [("local-socket",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "allow", "deny", _AF_UNIX],
+                 ("named-open1",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG1], [_BPF_JSET_K, "deny", "allow", _O_TMPFILE],
+                 ("named-open2",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG2], [_BPF_JSET_K, "deny", "allow", _O_TMPFILE]]
         body += [("own-prio",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "who", "deny", 0],
                  ("own-ioprio",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "who", "deny", 1],
                  ("who",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG1], [_BPF_JEQ_K, "allow", "deny", 0],

@@ -243,8 +243,16 @@ def _readable(fd, within: float = 0.0) -> bool:
 # - System V IPC and POSIX message queues, which outlive their processes: denied to each
 #   grade's child (seccomp.SHARED_DENIED);
 # - its network namespace has no link up, and what a grade opens there ends with it.
-# (One channel is older than the collector: a grade's child is numbered by the sandbox's PID
-# namespace, after every process the grade before it started.)
+# - counters the namespaces keep, which a grade could move for the next to read: its children
+#   may open only local sockets (the network's counters stay still) and no nameless file in
+#   /tmp (whose inode numbers would tell how many it made).
+# What this does not hold against is an exercise written to defeat it: its code runs in the
+# collector's interpreter, and can change the collector's own code there (the checks above
+# that it makes of itself among it) or run later through Python's hooks. An exercise's author
+# has every student's submission already; a grade's child, which runs a student's data
+# through that author's tests, can do none of this. (One channel is older than the collector:
+# a grade's child is numbered by the sandbox's PID namespace, after every process the grade
+# before it started.)
 # A collector found changed is ended, and the next grade's child collects afresh (the worker
 # sends the exercise after each grade, and again for a grade that found no child prepared):
 # what one grade does to it costs the next its collection, never its verdicts. We keep no
