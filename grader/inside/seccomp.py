@@ -168,10 +168,13 @@ def program(machine: str | None = None, kind: str = "walls") -> list[tuple[int, 
                  ("own-ioprio",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "who", "deny", 1],
                  ("who",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG1], [_BPF_JEQ_K, "allow", "deny", 0],
                  ("own-pid",), [_BPF_LD_W_ABS, 0, 0, _OFF_ARG0], [_BPF_JEQ_K, "allow", "deny", 0]]
-    labels = {}
-    for marker in [b for b in body if isinstance(b, tuple)]:
-        labels[marker[0]] = body.index(marker) - sum(isinstance(b, tuple) for b in body[:body.index(marker)])
-    body = [b for b in body if not isinstance(b, tuple)]
+    labels, code = {}, []
+    for step in body:  # a (name,) marks where the next instruction is that name's
+        if isinstance(step, tuple):
+            labels[step[0]] = len(code)
+        else:
+            code.append(step)
+    body = code
     labels.update({"deny": len(body), "nosys": len(body) + 1, "allow": len(body) + 2})
     body += [[_BPF_RET_K, 0, 0, _RET_ERRNO | errno.EPERM],
              [_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS],

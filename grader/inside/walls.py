@@ -97,7 +97,7 @@ def become_sandbox_user(*, calls_mount_proc: bool = False) -> None:
     join_new_keyring()
     if os.getuid() == 0 and os.environ.get("GRADER_ALLOW_ROOT") != "1":
         raise SystemExit("refusing to run untrusted code as root")
-    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # children cannot read our memory or /proc entries
+    not_dumpable()  # children cannot read our memory or /proc entries
 
 
 def not_dumpable() -> None:
@@ -175,7 +175,7 @@ def enter_ahead(*, parent: int, own_pids: bool = False) -> None:
     if not IN_SANDBOX:
         return
     uid, gid = _cloned_as if cloned else (os.getuid(), os.getgid())
-    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map is not ours to write
+    dumpable()  # else /proc/self/uid_map is not ours to write
     if not cloned:
         # A network namespace of its own too, its loopback down: no socket a call opens (and
         # no port number, nor TIME_WAIT entry, that would outlive it) is seen by another call.
@@ -277,7 +277,7 @@ def fork_sibling() -> int:
 
 def _clone(flags: int) -> int:
     """clone() with no stack of its own, wrapped in Python's own before- and after-fork work."""
-    if len(os.listdir("/proc/self/task")) != 1:
+    if threads("self") != 1:
         raise RuntimeError("a fork by clone() needs a process of one thread")
     if _CLONE is None:
         raise OSError(errno.ENOSYS, f"no clone() known on {platform.machine()}")
@@ -309,6 +309,22 @@ def _own_proc() -> None:
         counters = f"/proc/{name}".encode()
         if os.path.exists(counters):
             check(libc.mount(b"/dev/null", counters, None, _MS_BIND, None), f"/proc/{name}")
+
+
+def alive(pid: int) -> bool:
+    """Our child ``pid`` has not ended (one that has is reaped here)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def threads(pid: int | str) -> int:
+    """How many threads the process has (0: none, it is gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def runnable(pid: int) -> bool:

@@ -223,7 +223,7 @@ def _take_child() -> _Child:
     ours = walls.scheduling(0)
     while _spares:
         child = _spares.pop(0)
-        if _alive(child.pid) and walls.runnable(child.pid) and walls.scheduling(child.pid) == ours:
+        if walls.alive(child.pid) and walls.runnable(child.pid) and walls.scheduling(child.pid) == ours:
             return child
         # Dead, stopped, or its nice value, policy or CPUs changed: never hand it a call.
         _discard(child)
@@ -242,13 +242,6 @@ def _discard(child: _Child) -> None:
 
 def _readable(fd: int, within: float = 0.0) -> bool:
     return bool(select.select([fd], [], [], max(0.0, within))[0])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return False
 
 
 def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:

@@ -306,11 +306,7 @@ def _settle(spare: _Child, requests: int) -> _Child | None:
         elif spare.pidfd in ready:
             spare.collecting = False  # it ended while collecting: what it wrote says how
         elif requests in ready:
-            try:
-                _, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
-                                               max_blob=protocol.ENVELOPE_BLOB)
-            except wire.Closed:
-                os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
+            _, blob = _from_worker(requests)
             wire.wipe(blob)  # nothing the worker sends now is for this grade
     return spare
 
@@ -326,7 +322,7 @@ def _collected(spare: _Child) -> _Child | None:
         word = b""
     if word != b"collected":
         return spare  # it broke off: its grade reads what it wrote
-    if spare.bundle not in _legacy and _threads(spare.pid) == 1:
+    if spare.bundle not in _legacy and walls.threads(spare.pid) == 1:
         spare.inherited = _inherited(spare.pid)
         if spare.inherited is not None:
             if _collector is not None:
@@ -349,7 +345,7 @@ def _from_collector() -> _Child | None:
     collector = _collector
     if collector is None:
         return None
-    if not (_alive(collector.pid) and walls.runnable(collector.pid) and _threads(collector.pid) == 1
+    if not (walls.alive(collector.pid) and walls.runnable(collector.pid) and walls.threads(collector.pid) == 1
             and walls.scheduling(collector.pid) == walls.scheduling(0)
             and _inherited(collector.pid) == collector.inherited):
         _end_collector()
@@ -367,7 +363,7 @@ def _from_collector() -> _Child | None:
     finally:
         os.close(req_r)
         os.close(res_w)
-    if pid is None or pid == collector.pid or not _alive(pid):
+    if pid is None or pid == collector.pid or not walls.alive(pid):
         for fd in (req_w, res_r):
             os.close(fd)
         _end_collector()  # it forks no child of ours: whatever it made goes with the sweep
@@ -384,20 +380,6 @@ def _end_collector(keep: _Child | None = None) -> None:
     if collector is not None:
         collector.ctl.close()
         _discard(collector, keep)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return False
-
-
-def _threads(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return 0
 
 
 def _inherited(pid: int) -> tuple | None:
@@ -462,11 +444,7 @@ def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> di
         while True:
             ready = select.select([child.res_r, requests, child.pidfd], [], [])[0]
             if requests in ready:
-                try:
-                    header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
-                                                        max_blob=protocol.ENVELOPE_BLOB)
-                except wire.Closed:
-                    os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
+                header, blob = _from_worker(requests)
                 carried = header.get("op") != "reply" or _to_child(child, blob)
                 wire.wipe(blob)
                 if not carried:
@@ -495,6 +473,14 @@ def _relay(request: bytearray, requests: int, replies: int, child: _Child) -> di
     if os.WIFSIGNALED(code):
         return {"exit": None, "signal": os.WTERMSIG(code)}
     return {"exit": os.WEXITSTATUS(code), "signal": None}
+
+
+def _from_worker(requests: int) -> tuple[dict, bytearray]:
+    """The worker's next frame, in the middle of a grade."""
+    try:
+        return wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER, max_blob=protocol.ENVELOPE_BLOB)
+    except wire.Closed:
+        os._exit(0)  # the worker is gone: as PID 1 we take the sandbox with us
 
 
 def _to_child(child: _Child, frame: bytearray) -> bool:
