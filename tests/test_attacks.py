@@ -90,6 +90,7 @@ def grade_attack(target, name: str) -> Graded:
     source = (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
     sandbox = grading.sandbox_for(False)
     sandbox.start()
+    grading.exercise_sandbox().start()  # its start (torch, pytest) is no part of a grade's time
     starts = sandbox.starts
     uid = sandbox.uid
     outcome: dict = {}
