@@ -198,3 +198,32 @@ def test_a_value_of_the_wrong_kind_read_by_a_test_is_the_students_mistake_not_th
         assert unpacks.message.startswith("f() returned ") and shown in unpacks.message, unpacks.message
     report = grade(str(bundle), "def f(x):\n    (2 * x @ x).backward()\n    return {'loss': 1.0}\n")
     assert [t.passed for t in report.tests] == [False, True, True], report.render()  # a dict of 1 key: no pair
+
+
+def test_the_worker_holds_a_large_argument_once_each_way(tmp_path):
+    """A 16 MiB tensor from the exercise's test to the student's function and back: the
+    worker reads each frame into one buffer and relays its tensors from there, so what it
+    allocates during the grade is the call's frame and the reply's, not copies of them."""
+    import tracemalloc
+    size = 16 << 20
+    bundle = tmp_path / "large"
+    (bundle / "tests").mkdir(parents=True)
+    (bundle / "exercise.toml").write_text('slug = "large"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
+    for name in ("README.md", "starter.py", "solution.py"):
+        (bundle / name).write_text("")
+    (bundle / "tests" / "test_large.py").write_text(
+        "import torch\n"
+        "def test_sums(student):\n"
+        f"    x = torch.arange({size // 4}, dtype=torch.float32)\n"
+        "    call = student.call('f', x)\n"
+        "    assert call.value.data.item() == x[-1].item() and torch.equal(call.args[0].data, x)\n")
+    source = "def f(x):\n    return x[-1:].clone()\n"
+    assert grade(str(bundle), source).score == 1  # the sandboxes start, outside the count
+    tracemalloc.start()
+    try:
+        report = grade(str(bundle), source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.score == 1, report.render()
+    assert peak < 2.5 * size, f"{peak / size:.1f} times the argument"

@@ -443,8 +443,9 @@ def test_an_answer_that_arrives_after_its_grade_ended_is_never_read_as_the_next_
     # A call, and at once the verdicts: the worker answers the call after the suite ended.
     stale = FORGE + ("def test_asks_and_leaves(student):\n"
                      "    from grader import protocol\n"
-                     "    channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, "
-                     "[__import__('torch').ones(2, requires_grad=True)], {}))\n"
+                     "    header, parts = protocol.call_frame('submission', 'grad_2xtx', True, "
+                     "[__import__('torch').ones(2, requires_grad=True)], {})\n"
+                     "    channel().send(header, *parts)\n"
                      "    channel().send({'event': 'finished', 'results': []})\n")
     grade(bundle_in(tmp_path, worker, {"test_stale.py": stale}), SOLUTION)
     after = grade(catalog.find("autograd-basics"), (TESTS.parent / "exercises/autograd-basics/solution.py").read_text())
@@ -457,7 +458,8 @@ def test_hidden_tests_that_ask_and_never_read_the_answers_cannot_hold_the_worker
                      "    from grader import protocol\n"
                      "    big = __import__('torch').ones(2 << 20, requires_grad=True)\n"
                      "    for _ in range(3):\n"
-                     "        channel().send(*protocol.call_frame('submission', 'grad_2xtx', True, [big], {}))\n"
+                     "        header, parts = protocol.call_frame('submission', 'grad_2xtx', True, [big], {})\n"
+                     "        channel().send(header, *parts)\n"
                      "    __import__('time').sleep(600)\n")
     started = time.monotonic()
     report = grade(bundle_in(tmp_path, worker, {"test_flood.py": flood}, submission_seconds=1), SOLUTION)

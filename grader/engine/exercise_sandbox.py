@@ -177,7 +177,8 @@ class ExerciseSandbox(WarmProcess):
                     on_progress(done, total)
             elif event == "call":
                 out = on_call(*protocol.read_call(header, data, tensors=False))
-                self.send({"op": "reply"}, *wire.frame_parts(*_encoded(out)), deadline=deadline)
+                header, parts = _encoded(out)
+                self.send({"op": "reply"}, *wire.frame_parts(header, *parts), deadline=deadline)
             elif event == "finished" and not data:
                 finished = checked_run(header)
             else:
@@ -197,7 +198,7 @@ class ExerciseSandbox(WarmProcess):
                                        + _how(envelope))
 
 
-def _encoded(out: CallOutcome) -> tuple[dict, bytes]:
+def _encoded(out: CallOutcome) -> tuple[dict, list]:
     """The outcome as a frame for the suite. Whatever the student sandbox returned decoded
     within bounds; what cannot be encoded again is the student's malformed reply, never
     the sandbox's failure. Its detail goes in each language (grader.engine.words)."""

@@ -70,12 +70,11 @@ class Sandbox(WarmProcess):
 
     # ------------------------------------------------------------ requests
 
-    def _request(self, header: dict, blob: bytes = b"", *, timeout: float,
-                 max_blob: int = 0) -> tuple[dict, bytes]:
+    def _request(self, header: dict, *parts, timeout: float, max_blob: int = 0) -> tuple[dict, bytes]:
         self._settle()
         try:
             deadline = time.monotonic() + timeout
-            self.send(header, blob, deadline=deadline)
+            self.send(header, *parts, deadline=deadline)
             reply, raw = self.receive(deadline=deadline, max_blob=max_blob)
         except (OSError, wire.WireError) as exc:
             self.failed(exc)
@@ -140,12 +139,14 @@ class Sandbox(WarmProcess):
         try:
             # TensorState from an earlier call becomes a tensor again (a fresh leaf of its values).
             sent = {"args": wire.to_sandbox(list(args)), "kwargs": wire.to_sandbox(dict(kwargs))}
-            tree, blob = wire.encode(sent, states=True)
+            tree, blob = wire.encode_parts(sent, states=True)
             # The child's request travels inside ours: the warm process passes it on unread.
-            request = wire.pack({"files": files, "module": module, "function": function,
-                                 "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
-                                 "limits": limits.to_wire(), "device": device, "block": list(block)}, blob)
-            reply, raw = self._request({"op": "call", "limits": limits.to_wire()}, request,
+            # Its tensors are views of the frame they came in, written from there.
+            request = wire.frame_parts({"files": files, "module": module, "function": function,
+                                        "args": tree["dict"][0][1], "kwargs": tree["dict"][1][1],
+                                        "limits": limits.to_wire(), "device": device, "block": list(block)},
+                                       *blob)
+            reply, raw = self._request({"op": "call", "limits": limits.to_wire()}, *request,
                                        timeout=limits.timeout + 20,
                                        max_blob=limits.result_bytes + limits.output_bytes + (1 << 20))
         except SandboxUnavailable:

@@ -61,7 +61,7 @@ def rehearse() -> bool:
     namespace: dict = {}
     try:
         tree, blob = wire.encode({"args": [torch.ones(3, requires_grad=True)], "kwargs": {}})
-        args = wire.to_sandbox(wire.decode(tree, bytes(blob)))["args"]
+        args = wire.to_sandbox(wire.decode(tree, bytearray(blob)))["args"]  # as a frame read arrives
         witness.watch([args, {}])
         exec(compile(_REHEARSAL_SOURCE, "rehearsal.py", "exec"), namespace)
         # An import from a file, as the submission's will be (this module's own file, run
@@ -69,9 +69,9 @@ def rehearse() -> bool:
         spec = importlib.util.spec_from_file_location("_rehearsed_import", __file__)
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
         value = namespace["grad_2xtx"](*args)
-        tree, data = wire.encode({"value": value, "args": args, "kwargs": {}}, grad_origin=witness.origin,
-                                 grad_passes=witness.passes)
-        wire.pack({"ok": True, "result": tree}, data)
+        tree, data = wire.encode_parts({"value": value, "args": args, "kwargs": {}}, grad_origin=witness.origin,
+                                       grad_passes=witness.passes)
+        wire.frame_parts({"ok": True, "result": tree}, *data)
         return True
     except Exception:  # noqa: BLE001 - a rehearsal only saves time
         return False

@@ -494,7 +494,7 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int, *, rehearse: bool = 
     try:
         frame = _invoke(request, blob, device, wire)
     except BaseException as exc:  # noqa: BLE001 - everything the student raises is feedback
-        frame = wire.pack({"ok": False, "error": _describe(exc)})
+        frame = wire.frame_parts({"ok": False, "error": _describe(exc)})
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -504,14 +504,13 @@ def _inner(req_r: int, res_w: int, out_w: int, parent: int, *, rehearse: bool = 
     # pipes close, without waiting for this process's teardown.
     os.close(1)
     os.close(2)
-    view = memoryview(frame)
-    while view:
-        view = view[os.write(res_w, view):]
+    wire.write_all(res_w, *frame)
     os.close(res_w)
     os._exit(0)
 
 
-def _invoke(request, blob, device, wire) -> bytes:
+def _invoke(request, blob, device, wire) -> list:
+    """The call's result frame, as parts: its tensors' own memory, never joined."""
     import importlib
     import torch
 
@@ -529,12 +528,12 @@ def _invoke(request, blob, device, wire) -> bytes:
         raise AttributeError(f"your submission defines no function named {request['function']!r}")
     value = func(*args, **kwargs)
     try:
-        tree, data = wire.encode({"value": value, "args": args, "kwargs": kwargs}, grad_origin=witness.origin,
-                                 grad_passes=witness.passes)
+        tree, data = wire.encode_parts({"value": value, "args": args, "kwargs": kwargs},
+                                       grad_origin=witness.origin, grad_passes=witness.passes)
     except wire.WireError as exc:
-        return wire.pack({"ok": False, "error": {"kind": "unencodable", "type": "ValueError",
-                                                 "message": str(exc), "traceback": []}})
-    return wire.pack({"ok": True, "result": tree}, data)
+        return wire.frame_parts({"ok": False, "error": {"kind": "unencodable", "type": "ValueError",
+                                                        "message": str(exc), "traceback": []}})
+    return wire.frame_parts({"ok": True, "result": tree}, *data)
 
 
 def _to_device(value, torch):

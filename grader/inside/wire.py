@@ -79,11 +79,12 @@ class WireError(Exception):
 class Values:
     """A tensor's values as the worker holds them: its dtype's name, its shape, and its
     bytes as the wire lays them out. The worker checks and relays tensors it never computes
-    with, so it decodes them to these (``decode(..., tensors=False)``) and imports no torch."""
+    with, so it decodes them to these (``decode(..., tensors=False)``) and imports no torch.
+    ``raw`` is a read-only view of the frame they came in: relayed, they are never copied."""
 
     dtype: str
     shape: tuple[int, ...]
-    raw: bytes
+    raw: bytes | memoryview
 
 
 @dataclass
@@ -148,8 +149,22 @@ class StudentException:
 
 # ---------------------------------------------------------------- encoding
 
+# Each tensor's extent of a blob starts at a multiple of this (the gap before it zeros), so
+# that a decoder reading the blob into a buffer of its own can use the tensor in place:
+# 16 bytes, the widest dtype's element, and what malloc aligns a buffer to.
+ALIGN = 16
+
+
 def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=None) -> tuple[Any, bytes]:
-    """Turn a value into (JSON-able tree, blob). Raises WireError on the unencodable.
+    """Turn a value into (JSON-able tree, blob): :func:`encode_parts`, its parts joined."""
+    tree, parts = encode_parts(value, states=states, grad_origin=grad_origin, grad_passes=grad_passes)
+    return tree, b"".join(parts)
+
+
+def encode_parts(value: Any, *, states: bool = False, grad_origin=None, grad_passes=None) -> tuple[Any, list]:
+    """Turn a value into (JSON-able tree, blob as a list of buffers, to write unjoined: a
+    contiguous CPU tensor's part is a view of its own memory, a relayed value's a view of
+    the frame it came in). Raises WireError on the unencodable.
 
     ``states``: a :class:`TensorState` (a tensor as decoded, with its autograd facts) is
     encoded as it stands, so that the facts survive being passed on (the worker relays
@@ -170,7 +185,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
     count = [0]
 
     def raw_bytes(values: torch.Tensor) -> memoryview:
-        # A view of the tensor's own memory: the blob is joined once, not copied twice.
+        # A view of the tensor's own memory, not a copy: it is written to the pipe from there.
         # TensorBase's own methods, with no torch-function mode or override in the way:
         # what torch.Tensor shows (detach, say) is the submission's to replace.
         with torch._C.DisableTorchFunction():
@@ -184,6 +199,10 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
             dtype, shape = data.dtype, list(data.shape)
         else:
             dtype, shape = _DTYPE_NAMES[fact["dtype"](data)], list(fact["shape"](data))
+        gap = -offset[0] % ALIGN if len(raw) else 0
+        if gap:
+            parts.append(bytes(gap))
+            offset[0] += gap
         out = {"dtype": dtype, "shape": shape, "offset": offset[0], "nbytes": len(raw), **facts, "grad": grad}
         parts.append(raw)
         offset[0] += len(raw)
@@ -269,7 +288,7 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
                         "numbers, strings, None, or lists, tuples and dicts of them")
 
     tree = walk(value, 0)
-    return tree, b"".join(parts)
+    return tree, parts
 
 
 # ---------------------------------------------------------------- decoding
@@ -288,6 +307,10 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28, tensors: bool
 
     ``tensors=False``: each tensor's values are :class:`Values` (its bytes, checked the
     same), not a torch.Tensor, and torch is not loaded.
+
+    Nothing is copied where it need not be: a tensor or :class:`Values` is a view of its
+    extent of ``blob`` (read-only for Values), and so holds ``blob`` alive. A blob that is not
+    writable, or an extent not aligned to its dtype, is copied.
     """
     if tensors:
         load()
@@ -339,12 +362,16 @@ def decode(tree: Any, blob: bytes, *, max_elements: int = 1 << 28, tensors: bool
             raise WireError("tensor bytes overlap another tensor's or lie outside the data")
         cursor[0] = offset + nbytes
         if not tensors:
-            data = Values(name, tuple(shape), bytes(view[offset:offset + nbytes]))
+            data = Values(name, tuple(shape), view[offset:offset + nbytes].toreadonly())
         elif nbytes:
             dtype = DTYPES[name]
-            raw = bytearray(view[offset:offset + nbytes])
+            raw = view[offset:offset + nbytes]
+            if raw.readonly:
+                raw = bytearray(raw)  # torch would write where it must not
             data = (torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
                     if dtype == torch.bfloat16 else torch.frombuffer(raw, dtype=dtype))
+            if data.data_ptr() % _SIZES[name]:
+                data = data.clone()  # a hand-made blob's odd offset: torch's kernels expect aligned elements
         else:
             data = torch.empty(0, dtype=DTYPES[name])
         return TensorState(
@@ -439,8 +466,8 @@ def frame_parts(header: dict, *parts) -> list:
     return [_PREFIX.pack(len(head), sum(len(p) for p in parts)) + head, *parts]
 
 
-def pack(header: dict, blob: bytes = b"") -> bytes:
-    return b"".join(frame_parts(header, blob))
+def pack(header: dict, *parts) -> bytes:
+    return b"".join(frame_parts(header, *parts))
 
 
 def write_frame(fd: int, header: dict, *parts, deadline: float | None = None) -> None:

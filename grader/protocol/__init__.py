@@ -113,10 +113,11 @@ def exercise_key(files: list, tests: bytes, **settings) -> str:
     return digest.hexdigest()
 
 
-def call_frame(module: str, function: str, visible: bool, args: list, kwargs: dict) -> tuple[dict, bytes]:
-    tree, blob = wire.encode({"args": list(args), "kwargs": dict(kwargs)}, states=True)
+def call_frame(module: str, function: str, visible: bool, args: list, kwargs: dict) -> tuple[dict, list]:
+    """A call's frame: its header and its blob's parts (the tensors' own memory, unjoined)."""
+    tree, parts = wire.encode_parts({"args": list(args), "kwargs": dict(kwargs)}, states=True)
     return {"event": "call", "module": module, "function": function, "visible": visible,
-            "values": tree}, blob
+            "values": tree}, parts
 
 
 def read_call(header: dict, blob: bytes, *, tensors: bool = True) -> tuple[str, str, bool, list, dict]:
@@ -138,8 +139,10 @@ def read_call(header: dict, blob: bytes, *, tensors: bool = True) -> tuple[str, 
 
 # ---------------------------------------------------------------- outcomes (worker -> exercise)
 
-def outcome_frame(out: CallOutcome) -> tuple[dict, bytes]:
-    tree, blob = wire.encode({"value": out.value, "args": out.args, "kwargs": out.kwargs}, states=True)
+def outcome_frame(out: CallOutcome) -> tuple[dict, list]:
+    """An outcome's frame: its header and its blob's parts (views of the frame the student
+    sandbox's reply came in, where the worker relays it)."""
+    tree, blob = wire.encode_parts({"value": out.value, "args": out.args, "kwargs": out.kwargs}, states=True)
     error = None
     if out.error is not None:
         error = {"type": out.error.type, "message": out.error.message,

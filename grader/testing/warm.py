@@ -125,10 +125,11 @@ def _warm_up() -> None:
 
         def call(self, module, function, args, kwargs):
             x = torch.ones(2, requires_grad=True)
-            header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
-            protocol.read_call(header, blob)
-            header, blob = protocol.outcome_frame(protocol.CallOutcome("ok", value=2 * x.detach(), args=[x]))
-            return protocol.read_outcome(header, blob)
+            # Both ways as a frame read arrives: into a buffer of its own.
+            header, parts = protocol.call_frame(module, function, self.visible, args, kwargs)
+            protocol.read_call(header, bytearray(b"".join(parts)))
+            header, parts = protocol.outcome_frame(protocol.CallOutcome("ok", value=2 * x.detach(), args=[x]))
+            return protocol.read_outcome(header, bytearray(b"".join(parts)))
 
     before = set(sys.modules)
     try:
@@ -739,8 +740,8 @@ class _Sender:
     def __init__(self, fd: int):
         self.fd = fd
 
-    def __call__(self, header: dict, blob: bytes = b"") -> None:
-        wire.write_frame(self.fd, header, blob)
+    def __call__(self, header: dict, *parts) -> None:
+        wire.write_frame(self.fd, header, *parts)
 
 
 class RemoteChannel:
@@ -757,8 +758,8 @@ class RemoteChannel:
     def call(self, module: str, function: str, args: list, kwargs: dict) -> protocol.CallOutcome:
         if module == "probes" and not self.probes:
             raise RuntimeError("this exercise has no probes.py")
-        header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
-        self.send(header, blob)
+        header, parts = protocol.call_frame(module, function, self.visible, args, kwargs)
+        self.send(header, *parts)
         reply, data = wire.read_frame(self.requests, max_header=protocol.WORKER_HEADER,
                                       max_blob=protocol.ENVELOPE_BLOB)
         return protocol.read_outcome(reply, data)
