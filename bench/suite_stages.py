@@ -72,12 +72,13 @@ class Channel:
 
     def call(self, module, function, args, kwargs):
         started = time.process_time()
-        header, blob = protocol.call_frame(module, function, self.visible, args, kwargs)
-        _, _, _, args, kwargs = protocol.read_call(header, blob)
+        # Each frame's blob as the reader has it: read into a buffer of its own.
+        header, parts = protocol.call_frame(module, function, self.visible, args, kwargs)
+        _, _, _, args, kwargs = protocol.read_call(header, bytearray(b"".join(parts)))
         args, kwargs = wire.to_sandbox(args), wire.to_sandbox(kwargs)
         value = getattr(self.modules[module], function)(*args, **kwargs)
-        header, blob = protocol.outcome_frame(protocol.CallOutcome("ok", value=value, args=args, kwargs=kwargs))
-        outcome = protocol.read_outcome(header, blob)
+        header, parts = protocol.outcome_frame(protocol.CallOutcome("ok", value=value, args=args, kwargs=kwargs))
+        outcome = protocol.read_outcome(header, bytearray(b"".join(parts)))
         self.clock.calls += time.process_time() - started
         return outcome
 
