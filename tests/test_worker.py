@@ -178,3 +178,22 @@ def test_a_worker_killed_mid_grade_leaves_nothing_stuck(service, tmp_path, monke
             assert session.query(Submission).filter(Submission.status.in_(("queued", "running"))).count() == 0
     finally:
         stop(second)
+
+
+def test_a_grades_progress_is_written_at_most_every_quarter_second(monkeypatch):
+    """Each write is a transaction on the grade's path: a grade of a tenth of a second writes
+    none (its report says it all), a slow one about four a second."""
+    from grader.submissions import tasks
+
+    clock = [100.0]
+    monkeypatch.setattr(tasks.time, "monotonic", lambda: clock[0])
+    written = []
+    progress = tasks._now_and_then(lambda done, total: written.append((done, total)))
+    for done, at in ((0, 100.0), (1, 100.05), (2, 100.1)):
+        clock[0] = at
+        progress(done, 6)
+    assert written == []
+    for done, at in ((3, 100.3), (4, 100.4), (5, 100.6), (6, 101.9)):
+        clock[0] = at
+        progress(done, 6)
+    assert written == [(3, 6), (5, 6), (6, 6)]
