@@ -172,6 +172,26 @@ def test_a_tensor_is_written_from_its_own_memory():
     assert any(address(part) == x.data_ptr() and len(part) == x.nbytes for part in parts)
 
 
+def test_many_small_tensors_make_few_parts_both_where_encoded_and_where_relayed():
+    # A part each would be 100,000 buffers for the worker to write, one syscall per 64.
+    tree, parts = wire.encode_parts([torch.ones(3)] * 50_000 + [torch.ones(1 << 16), torch.ones(2)])
+    assert len(parts) == 3 and len(parts[1]) == 4 << 16
+    relayed = wire.decode(tree, bytearray(b"".join(parts)), tensors=False)
+    again, again_parts = wire.encode_parts(relayed, states=True)
+    assert len(again_parts) == 3 and b"".join(again_parts) == b"".join(parts)
+
+
+def test_a_frame_of_many_parts_is_written_whole_and_in_order():
+    parts = [bytes([n % 251]) * (1 + n % 7) for n in range(20_000)]
+    read, write = os.pipe()
+    wire.widen(read, write)
+    with os.fdopen(read, "rb") as reader:
+        wire.write_frame(write, {"n": len(parts)}, *parts)
+        os.close(write)
+        header, blob = wire.read_frame(reader.fileno())
+    assert header == {"n": 20_000} and blob == b"".join(parts)
+
+
 def test_a_blob_read_into_a_buffer_of_its_own_is_decoded_in_place():
     x, g = torch.arange(1 << 20, dtype=torch.float64), torch.ones(3, dtype=torch.int8)
     tree, blob = wire.encode([g, x, torch.ones(5, dtype=torch.complex128)])

@@ -153,6 +153,9 @@ class StudentException:
 # that a decoder reading the blob into a buffer of its own can use the tensor in place:
 # 16 bytes, the widest dtype's element, and what malloc aligns a buffer to.
 ALIGN = 16
+# A blob's pieces shorter than this are joined as they come: a value may hold 100,000 tensors,
+# and a part each would make as many buffers to write. Longer ones are parts of their own.
+JOIN_BELOW = 1 << 16
 
 
 def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=None) -> tuple[Any, bytes]:
@@ -163,8 +166,9 @@ def encode(value: Any, *, states: bool = False, grad_origin=None, grad_passes=No
 
 def encode_parts(value: Any, *, states: bool = False, grad_origin=None, grad_passes=None) -> tuple[Any, list]:
     """Turn a value into (JSON-able tree, blob as a list of buffers, to write unjoined: a
-    contiguous CPU tensor's part is a view of its own memory, a relayed value's a view of
-    the frame it came in). Raises WireError on the unencodable.
+    contiguous CPU tensor of :data:`JOIN_BELOW` bytes or more is a view of its own memory, a
+    relayed value's a view of the frame it came in; smaller pieces are joined). Raises
+    WireError on the unencodable.
 
     ``states``: a :class:`TensorState` (a tensor as decoded, with its autograd facts) is
     encoded as it stands, so that the facts survive being passed on (the worker relays
@@ -179,8 +183,19 @@ def encode_parts(value: Any, *, states: bool = False, grad_origin=None, grad_pas
     if loaded:
         load()
     fact = _FACTS if loaded else None
-    parts: list[bytes] = []
+    parts: list = []
+    small = bytearray()  # the pieces since the last part of its own (JOIN_BELOW)
     offset = [0]
+
+    def add(piece) -> None:
+        nonlocal small
+        if len(piece) < JOIN_BELOW:
+            small += piece
+            return
+        if small:
+            parts.append(small)
+            small = bytearray()
+        parts.append(piece)
 
     count = [0]
 
@@ -201,10 +216,10 @@ def encode_parts(value: Any, *, states: bool = False, grad_origin=None, grad_pas
             dtype, shape = _DTYPE_NAMES[fact["dtype"](data)], list(fact["shape"](data))
         gap = -offset[0] % ALIGN if len(raw) else 0
         if gap:
-            parts.append(bytes(gap))
+            add(bytes(gap))
             offset[0] += gap
         out = {"dtype": dtype, "shape": shape, "offset": offset[0], "nbytes": len(raw), **facts, "grad": grad}
-        parts.append(raw)
+        add(raw)
         offset[0] += len(raw)
         return {"tensor": out}
 
@@ -288,6 +303,8 @@ def encode_parts(value: Any, *, states: bool = False, grad_origin=None, grad_pas
                         "numbers, strings, None, or lists, tuples and dicts of them")
 
     tree = walk(value, 0)
+    if small:
+        parts.append(small)
     return tree, parts
 
 
@@ -569,23 +586,24 @@ def write_all(fd: int, *parts, deadline: float | None = None) -> None:
     """Write buffers in order without joining them (no extra copy). With a ``deadline``
     (``fd`` must then be non-blocking), a reader that stops reading is a FrameTimeout."""
     views = [memoryview(p).cast("B") for p in parts if len(p)]
-    while views:
+    first = 0  # the first view not yet written whole
+    while first < len(views):
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise FrameTimeout("the other side does not read")
         try:
-            n = os.writev(fd, views[:64])
+            n = os.writev(fd, views[first:first + 64])
         except BlockingIOError:
             if deadline is None:
                 select.select([], [fd], [])
             continue
         while n:
-            if n >= len(views[0]):
-                n -= len(views[0])
-                views.pop(0)
+            if n >= len(views[first]):
+                n -= len(views[first])
+                first += 1
             else:
-                views[0] = views[0][n:]
+                views[first] = views[first][n:]
                 n = 0
 
 
