@@ -76,16 +76,19 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
-        if huge_pages.due() and not grading and not _readable(requests):
+        if huge_pages.due() and not grading and _quiet(requests):
             huge_pages.fold_next()  # between submissions, a piece at a time
             continue
-        if len(_spares) < _spares_wanted() and not grading and not _readable(requests):
+        if len(_spares) < _spares_wanted() and not grading and _quiet(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
             _spares.append(_Child(ahead=True, rehearse=_rehearsing()))
             continue
-        if walls.dying and not _readable(requests, 0.002):
+        if walls.dying and _quiet(requests, 0.002):
             continue  # idle, with killed processes still to reap: reap as they die
+        # A request that waits already came while we forked or folded, some time after we
+        # last found none; one we wait for comes when it is read.
+        waited = _readable(requests)
         try:
             header, blob = wire.read_frame_into(requests)
         except wire.Closed:
@@ -94,7 +97,7 @@ def main() -> None:
         if op == "call":
             if not grading:
                 _calls.append(0)  # a submission's first call
-                _idle.append(time.monotonic() - _ended)
+                _idle.append(max(0.0, (_quiet_at if waited else time.monotonic()) - _ended))
             grading = True
             _calls[-1] += 1
             child, parts = None, []
@@ -217,6 +220,21 @@ _idle: collections.deque[float] = collections.deque(maxlen=3)  # before each of 
 
 def _rehearsing() -> bool:
     return len(_idle) < _idle.maxlen or max(_idle) >= REHEARSE_AFTER_IDLE_S
+
+
+# The last time the request pipe was found empty: what a submission's idle time is measured
+# to when it came while we were busy (forking a spare under load takes tens of milliseconds,
+# and counted as the worker's pause it made a queue look idle and brought rehearsals back).
+_quiet_at = 0.0
+
+
+def _quiet(requests: int, within: float = 0.0) -> bool:
+    """No request waits (within ``within`` seconds); notes when that was last so."""
+    global _quiet_at
+    if _readable(requests, within):
+        return False
+    _quiet_at = time.monotonic()
+    return True
 
 
 def _take_child() -> _Child:
