@@ -18,6 +18,17 @@ BASICS = ROOT / "exercises" / "autograd-basics"
 SOLUTION = (BASICS / "solution.py").read_text()
 
 
+def exercise_folder(tmp_path: Path, slug: str, tests: str) -> str:
+    """An exercise of one function ``f``, its hidden suite ``tests`` (tests/test_<slug>.py)."""
+    bundle = tmp_path / slug
+    (bundle / "tests").mkdir(parents=True)
+    (bundle / "exercise.toml").write_text(f'slug = "{slug}"\nversion = 1\ntitle = {{en = "t"}}\nfunctions = ["f"]\n')
+    for name in ("README.md", "starter.py", "solution.py"):
+        (bundle / name).write_text("")
+    (bundle / "tests" / f"test_{slug}.py").write_text(tests)
+    return str(bundle)
+
+
 def test_reference_solution_scores_full_marks_with_every_report_field():
     report = grade("autograd-basics", SOLUTION)
     assert report.status == "graded" and report.sandbox == "bubblewrap"
@@ -102,15 +113,10 @@ def test_a_practice_run_runs_the_visible_tests_alone_and_counts_only_them():
 
 
 def test_a_practice_run_of_an_exercise_without_visible_tests_runs_nothing(tmp_path):
-    bundle = tmp_path / "quiet"
-    (bundle / "tests").mkdir(parents=True)
-    (bundle / "exercise.toml").write_text('slug = "quiet"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
-    for name in ("README.md", "starter.py", "solution.py"):
-        (bundle / name).write_text("")
-    (bundle / "tests" / "test_quiet.py").write_text("def test_hidden(student):\n    assert student.call('f') == 1\n")
-    report = grade(str(bundle), "def f():\n    return 1\n", visible_only=True)
+    bundle = exercise_folder(tmp_path, "quiet", "def test_hidden(student):\n    assert student.call('f') == 1\n")
+    report = grade(bundle, "def f():\n    return 1\n", visible_only=True)
     assert (report.status, report.tests, report.max_score) == ("graded", [], 0)
-    assert len(grade(str(bundle), "def f():\n    return 1\n").tests) == 1  # graded in full, it has its test
+    assert len(grade(bundle, "def f():\n    return 1\n").tests) == 1  # graded in full, it has its test
 
 
 def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_path):
@@ -151,12 +157,7 @@ def test_command_line_prints_json_and_exits_by_score(tmp_path):
 
 
 def test_a_known_student_error_can_carry_the_hint_that_explains_it(tmp_path):
-    bundle = tmp_path / "twice"
-    (bundle / "tests").mkdir(parents=True)
-    (bundle / "exercise.toml").write_text('slug = "twice"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
-    for name in ("README.md", "starter.py", "solution.py"):
-        (bundle / name).write_text("")
-    (bundle / "tests" / "test_twice.py").write_text(
+    bundle = exercise_folder(tmp_path, "twice",
         "import torch\n"
         "from grader.testing import Hint, hints_for_errors, visible\n"
         "@visible\n"
@@ -164,19 +165,14 @@ def test_a_known_student_error_can_carry_the_hint_that_explains_it(tmp_path):
         "    with hints_for_errors({'second time': Hint('use retain_graph=True', 'retain_graph=True')}):\n"
         "        student.call('f', torch.ones(2, requires_grad=True))\n")
     source = "def f(x):\n    y = (x * x).sum()\n    y.backward()\n    y.backward()\n"
-    test = grade(str(bundle), source).tests[0]
+    test = grade(bundle, source).tests[0]
     assert not test.passed and test.hint == "use retain_graph=True"
     assert "RuntimeError" in test.message and "line 4" in test.message
 
 
 def test_a_value_of_the_wrong_kind_read_by_a_test_is_the_students_mistake_not_the_exercises(tmp_path):
-    bundle = tmp_path / "reads"
-    (bundle / "tests").mkdir(parents=True)
-    (bundle / "exercise.toml").write_text('slug = "reads"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
-    for name in ("README.md", "starter.py", "solution.py"):
-        (bundle / name).write_text("")
     # Tests that read what f returned without checking its kind first, as an exercise may.
-    (bundle / "tests" / "test_reads.py").write_text(
+    bundle = exercise_folder(tmp_path, "reads",
         "import torch\n"
         "from grader.testing import visible\n"
         "@visible\n"
@@ -190,13 +186,13 @@ def test_a_value_of_the_wrong_kind_read_by_a_test_is_the_students_mistake_not_th
         "    assert call.args[0].grad.data is not None\n")
     for returns, shown in (("(x, x, x)", "3 values, where 2 are expected"), ("None", "cannot unpack"),
                            ("1.5", "cannot unpack")):
-        report = grade(str(bundle), f"def f(x):\n    return {returns}\n")
+        report = grade(bundle, f"def f(x):\n    return {returns}\n")
         assert report.status == "graded" and report.score == 0, report.render()
         assert not any("exercise's own tests" in w for w in report.warnings), report.render()
         assert not any("not your mistake" in (t.message or "") for t in report.tests), report.render()
         unpacks = next(t for t in report.tests if t.visible)
         assert unpacks.message.startswith("f() returned ") and shown in unpacks.message, unpacks.message
-    report = grade(str(bundle), "def f(x):\n    (2 * x @ x).backward()\n    return {'loss': 1.0}\n")
+    report = grade(bundle, "def f(x):\n    (2 * x @ x).backward()\n    return {'loss': 1.0}\n")
     assert [t.passed for t in report.tests] == [False, True, True], report.render()  # a dict of 1 key: no pair
 
 
@@ -206,22 +202,17 @@ def test_the_worker_holds_a_large_argument_once_each_way(tmp_path):
     allocates during the grade is the call's frame and the reply's, not copies of them."""
     import tracemalloc
     size = 16 << 20
-    bundle = tmp_path / "large"
-    (bundle / "tests").mkdir(parents=True)
-    (bundle / "exercise.toml").write_text('slug = "large"\nversion = 1\ntitle = {en = "t"}\nfunctions = ["f"]\n')
-    for name in ("README.md", "starter.py", "solution.py"):
-        (bundle / name).write_text("")
-    (bundle / "tests" / "test_large.py").write_text(
+    bundle = exercise_folder(tmp_path, "large",
         "import torch\n"
         "def test_sums(student):\n"
         f"    x = torch.arange({size // 4}, dtype=torch.float32)\n"
         "    call = student.call('f', x)\n"
         "    assert call.value.data.item() == x[-1].item() and torch.equal(call.args[0].data, x)\n")
     source = "def f(x):\n    return x[-1:].clone()\n"
-    assert grade(str(bundle), source).score == 1  # the sandboxes start, outside the count
+    assert grade(bundle, source).score == 1  # the sandboxes start, outside the count
     tracemalloc.start()
     try:
-        report = grade(str(bundle), source)
+        report = grade(bundle, source)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -177,8 +177,8 @@ class ExerciseSandbox(WarmProcess):
                     on_progress(done, total)
             elif event == "call":
                 out = on_call(*protocol.read_call(header, data, tensors=False))
-                header, parts = _encoded(out)
-                self.send({"op": "reply"}, *wire.frame_parts(header, *parts), deadline=deadline)
+                reply, parts = _encoded(out)
+                self.send({"op": "reply"}, *wire.frame_parts(reply, *parts), deadline=deadline)
             elif event == "finished" and not data:
                 finished = checked_run(header)
             else:

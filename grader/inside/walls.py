@@ -21,6 +21,7 @@ import errno
 import os
 import platform
 import resource
+import select
 import shutil
 import signal
 from typing import Callable
@@ -317,6 +318,11 @@ def alive(pid: int) -> bool:
         return os.waitpid(pid, os.WNOHANG) == (0, 0)
     except ChildProcessError:
         return False
+
+
+def readable(fd: int, within: float = 0.0) -> bool:
+    """Whether ``fd`` has something to read (or has closed), waiting at most ``within`` seconds."""
+    return bool(select.select([fd], [], [], max(0.0, within))[0])
 
 
 def threads(pid: int | str) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import gc
 import os
-import select
 import selectors
 import shutil
 import signal
@@ -88,7 +87,7 @@ def main() -> None:
             continue  # idle, with killed processes still to reap: reap as they die
         # A request that waits already came while we forked or folded, some time after we
         # last found none; one we wait for comes when it is read.
-        waited = _readable(requests)
+        waited = walls.readable(requests)
         try:
             header, blob = wire.read_frame_into(requests)
         except wire.Closed:
@@ -231,7 +230,7 @@ _quiet_at = 0.0
 def _quiet(requests: int, within: float = 0.0) -> bool:
     """No request waits (within ``within`` seconds); notes when that was last so."""
     global _quiet_at
-    if _readable(requests, within):
+    if walls.readable(requests, within):
         return False
     _quiet_at = time.monotonic()
     return True
@@ -256,10 +255,6 @@ def _discard(child: _Child) -> None:
             pass
     walls.dying.add(child.pid)
     child.discard()
-
-
-def _readable(fd: int, within: float = 0.0) -> bool:
-    return bool(select.select([fd], [], [], max(0.0, within))[0])
 
 
 def _call(header: dict, request: bytearray) -> tuple[dict, list, int | None]:
@@ -299,7 +294,7 @@ def _run(child: "_Child", request: bytearray, timeout: float, max_result: int,
     if drained["timeout"] or drained["too_large"] or not drained["result_bytes"]:
         # No usable result: how the child ended is the feedback. Wait (within the
         # time limit) for it to finish on its own, then end everything.
-        if not status["timeout"] and not _readable(pidfd, started + timeout - time.monotonic()):
+        if not status["timeout"] and not walls.readable(pidfd, started + timeout - time.monotonic()):
             status["timeout"] = True
         with walls.as_child_user():
             try:
@@ -347,9 +342,9 @@ def _wait_for(pid: int, pidfd: int, seconds: float = 5.0):
         if waited > 0.2 and not swept and IN_SANDBOX:
             _sweep()
             swept = True
-        if _LIFELINE >= 0 and _readable(_LIFELINE):
+        if _LIFELINE >= 0 and walls.readable(_LIFELINE):
             os._exit(0)  # the trusted side is gone (see _LIFELINE)
-        _readable(pidfd, 0.02)
+        walls.readable(pidfd, 0.02)
 
 
 _CHUNK = 1 << 16
@@ -406,7 +401,7 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
         if exited:
             # The child is gone; whatever holds the pipes now is a leftover. Take what is there.
             for fd in pipes:
-                while fd in sel.get_map() and _readable(fd) and read(fd):
+                while fd in sel.get_map() and walls.readable(fd) and read(fd):
                     pass
             break
         left = deadline - time.monotonic()
@@ -425,7 +420,7 @@ def _drain(res_r: int, out_r: int, pidfd: int, max_result: int, max_output: int,
         if fd in sel.get_map():
             close(fd)
     sel.close()
-    if _LIFELINE >= 0 and _readable(_LIFELINE):
+    if _LIFELINE >= 0 and walls.readable(_LIFELINE):
         os._exit(0)
     from . import wire
     wire.wipe(scratch)

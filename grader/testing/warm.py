@@ -67,20 +67,20 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
-        if huge_pages.due() and not _readable(requests):
+        if huge_pages.due() and not walls.readable(requests):
             huge_pages.fold_next()  # between grades, a piece at a time
             continue
-        if spare is not None and spare.collecting and _readable(spare.ctl):
+        if spare is not None and spare.collecting and walls.readable(spare.ctl):
             spare = _collected(spare)  # its tests collected: the collector of its exercise now
             continue
-        if spare is None and not _readable(requests):
+        if spare is None and not walls.readable(requests):
             # While idle, and only after the last grade was swept: nothing untrusted runs
             # while it waits (it keeps our uid until it reads its exercise).
             spare = _next_spare()
             continue
         if spare is not None and spare.collecting:
             select.select([requests, spare.ctl], [], [])
-            if not _readable(requests):
+            if not walls.readable(requests):
                 continue
         try:
             header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
@@ -209,10 +209,6 @@ def _discard(child: _Child, keep: _Child | None = None) -> None:
     exercise): ended, with all it started, as a grade's child is (but ``keep``)."""
     _kill(child)
     _reap(child, keep)
-
-
-def _readable(fd, within: float = 0.0) -> bool:
-    return bool(select.select([fd], [], [], within)[0])
 
 
 # ---------------------------------------------------------------- the collector
