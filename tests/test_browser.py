@@ -167,6 +167,44 @@ def test_code_is_never_lost_through_a_refusal_and_a_draft_comes_back(browser, li
     assert page.get_by_label("Your code (Python)").input_value().startswith("# try three, never sent")
 
 
+def test_focus_lands_on_a_result_graded_before_its_page_was_drawn(browser, live_site, app, database_url):
+    """A fast grade can be done before the page a submission lands on is drawn: no progress to
+    follow, and still the result is read out. A send the server refused leaves no mark that
+    would move focus on a later page."""
+    from playwright.sync_api import expect
+
+    from tests.live import wait_until_done
+
+    app.config["SUBMISSION_RATE_LIMIT"] = "1 per minute"  # the second send is refused
+    page = browser.new_page(locale="en-US")
+    page.set_default_timeout(60_000)
+    sign_in(page, live_site + "/exercises/autograd-basics", "ada@example.org")
+
+    def when_graded(route):  # the send is answered only once its grade is stored
+        answer = route.fetch(max_redirects=0)
+        wait_until_done(database_url, [answer.headers["location"].rsplit("/", 1)[1]])
+        route.fulfill(response=answer)
+
+    sent = "**/exercises/autograd-basics/submissions"
+    page.route(sent, when_graded)
+    polls = []
+    page.on("request", lambda request: polls.append(request.url) if request.url.endswith("/status") else None)
+    page.get_by_label("Your code (Python)").fill(RIGHT)
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator("#result")).to_contain_text("Score: 6 / 6")
+    assert not polls  # drawn done: there was no grade to follow
+    expect(page.locator("#result")).to_be_focused()
+    graded = page.url
+    page.unroute(sent)
+
+    page.get_by_role("link", name="Back to the exercise").click()
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator("#submit-error")).to_contain_text("send it again in")
+    page.goto(graded)
+    expect(page.locator("#result")).to_contain_text("Score: 6 / 6")
+    expect(page.locator("#result")).not_to_be_focused()
+
+
 def test_code_typed_with_newlines_is_shown_as_typed_without_carriage_returns(browser, live_site):
     """A browser sends a textarea's line ends as CRLF; the result page shows the lines typed, no \\x0d."""
     from playwright.sync_api import expect

@@ -70,6 +70,17 @@
   var keys = document.getElementById("editor-keys");
   if (keys) keys.hidden = false;
 
+  // A sent form leaves a mark for the page that shows its result (submission.js): that page
+  // moves focus to the result even when the grade was done before the page was drawn. A mark
+  // found here is from a send the server refused, and is dropped.
+  var sent = "grader-sent";
+  try { window.sessionStorage.removeItem(sent); } catch (e) { /* no storage */ }
+  if (area.form) {
+    area.form.addEventListener("submit", function () {
+      try { window.sessionStorage.setItem(sent, "1"); } catch (e) { /* no storage */ }
+    });
+  }
+
   // A draft in this browser (localStorage), per form: kept as the student types, so that
   // nothing is lost to a closed tab, a failed request or a refusal. It is offered back, never
   // forced: the editor keeps what the page opened with until the student restores the draft.

@@ -5,15 +5,21 @@
   "use strict";
   var box = document.getElementById("progress");
   if (!box) return;
+  // Focus goes to the result on the page that follows a grade to its end, and on the page a
+  // sent form lands on when the grade was already done (editor.js leaves that mark).
   var flag = "grader-followed:" + window.location.pathname;
+  var sent = "grader-sent";
   if (box.dataset.pending !== "true") {
     var result = document.getElementById("result");
     try {
-      if (window.sessionStorage.getItem(flag) && result) result.focus();
-      window.sessionStorage.removeItem(flag);
+      var store = window.sessionStorage;
+      if ((store.getItem(flag) || store.getItem(sent)) && result) result.focus();
+      store.removeItem(flag);
+      store.removeItem(sent);
     } catch (e) { /* no storage: focus stays where the browser puts it */ }
     return;
   }
+  try { window.sessionStorage.removeItem(sent); } catch (e) { /* see above */ }
   var bar = document.getElementById("bar");
   var count = document.getElementById("count");
   var state = document.getElementById("state");
