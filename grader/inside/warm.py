@@ -10,8 +10,8 @@ its call. Each call's code runs in a PID namespace of its own, nested in the
 sandbox's, so that no call learns from PIDs what another did. Nothing here
 initialises CUDA: a child does, after the fork.
 
-Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking``, ``witness``, ``first_use`` and
-``huge_pages`` are imported inside the sandbox.
+Only this module, ``walls``, ``wire``, ``seccomp``, ``blocking``, ``witness``, ``first_use``,
+``huge_pages``, ``pauses`` and ``precopy`` are imported inside the sandbox.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 import time
 import traceback
 
-from . import first_use, huge_pages, walls
+from . import first_use, huge_pages, pauses, walls
 from .walls import IN_SANDBOX, SCRATCH
 
 WORK = os.path.join(SCRATCH, "work")
@@ -71,19 +71,18 @@ def main() -> None:
     # child forked later would inherit them. Submissions travel inside each call's
     # request, so nothing of one submission stays here for the next to find.
     grading = False  # between a submission's first call and the reset after its last
-    _ended = time.monotonic()  # when the last submission ended
     while True:
         if walls.dying:
             walls.forget_reaped()
-        if huge_pages.due() and not grading and _quiet(requests):
+        if huge_pages.due() and not grading and _pauses.quiet(requests):
             huge_pages.fold_next()  # between submissions, a piece at a time
             continue
-        if len(_spares) < _spares_wanted() and not grading and _quiet(requests):
+        if len(_spares) < _spares_wanted() and not grading and _pauses.quiet(requests):
             # Between submissions only, and never while a request waits: a fork costs
             # 5-15 ms, which within a submission would delay its next call.
-            _spares.append(_Child(ahead=True, rehearse=_rehearsing()))
+            _spares.append(_Child(ahead=True, rehearse=_pauses.idle()))
             continue
-        if walls.dying and _quiet(requests, 0.002):
+        if walls.dying and _pauses.quiet(requests, 0.002):
             continue  # idle, with killed processes still to reap: reap as they die
         # A request that waits already came while we forked or folded, some time after we
         # last found none; one we wait for comes when it is read.
@@ -96,7 +95,7 @@ def main() -> None:
         if op == "call":
             if not grading:
                 _calls.append(0)  # a submission's first call
-                _idle.append(max(0.0, (_quiet_at if waited else time.monotonic()) - _ended))
+                _pauses.began(waited)
             grading = True
             _calls[-1] += 1
             child, parts = None, []
@@ -111,7 +110,7 @@ def main() -> None:
             grading = False
             _reset()
             wire.write_frame(replies, {"ok": True})
-            _ended = time.monotonic()
+            _pauses.ended()
         elif op == "exit":
             return
         else:
@@ -206,34 +205,10 @@ def _spares_wanted() -> int:
 
 
 # A spare's rehearsal (first_use.rehearse) costs it ~3 ms of CPU more than its call would
-# spend paying those first touches itself, and saves the call about as much time. That is
-# worth it to a sandbox that waits between submissions, where the spares rehearse on CPU
-# that is idle; a worker grading back to back (a queue before a deadline) has no idle CPU,
-# and there each rehearsal is CPU taken from the next grade (two grades in flight on two
-# cores: 12-13 grades/s rehearsing, 13-14.7 not: bench/engine_latency.py). So spares
-# rehearse unless each of the last few submissions came within REHEARSE_AFTER_IDLE_S of
-# the one before it ended. (How long the worker waited is no submission's doing.)
-REHEARSE_AFTER_IDLE_S = 0.05
-_idle: collections.deque[float] = collections.deque(maxlen=3)  # before each of the last submissions
-
-
-def _rehearsing() -> bool:
-    return len(_idle) < _idle.maxlen or max(_idle) >= REHEARSE_AFTER_IDLE_S
-
-
-# The last time the request pipe was found empty: what a submission's idle time is measured
-# to when it came while we were busy (forking a spare under load takes tens of milliseconds,
-# and counted as the worker's pause it made a queue look idle and brought rehearsals back).
-_quiet_at = 0.0
-
-
-def _quiet(requests: int, within: float = 0.0) -> bool:
-    """No request waits (within ``within`` seconds); notes when that was last so."""
-    global _quiet_at
-    if walls.readable(requests, within):
-        return False
-    _quiet_at = time.monotonic()
-    return True
+# spend paying those first touches itself, and saves the call about as much time: spares
+# rehearse only where the worker pauses between submissions (``pauses``; two grades in
+# flight on two cores: 12-13 grades/s rehearsing, 13-14.7 not: bench/engine_latency.py).
+_pauses = pauses.Pauses()
 
 
 def _take_child() -> _Child:

@@ -28,7 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grader import protocol
-from grader.inside import first_use, huge_pages, seccomp, walls, wire
+from grader.inside import first_use, huge_pages, pauses, precopy, seccomp, walls, wire
 from grader.inside.walls import IN_SANDBOX, SCRATCH
 
 BUNDLE = os.path.join(SCRATCH, "bundle")
@@ -59,6 +59,9 @@ def main() -> None:
     _prepared = harness.prepare(Path(BUNDLE), SCRATCH)
     gc.collect()
     gc.freeze()
+    global _ahead
+    _ahead = precopy.learn(_warm_up)  # what a suite writes, for spares to copy while they wait
+    shutil.rmtree(Path(SCRATCH) / "warm-up", ignore_errors=True)  # (a rehearsal ended mid-way leaves it)
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
@@ -67,13 +70,13 @@ def main() -> None:
     while True:
         if walls.dying:
             walls.forget_reaped()
-        if huge_pages.due() and not walls.readable(requests):
+        if huge_pages.due() and _pauses.quiet(requests):
             huge_pages.fold_next()  # between grades, a piece at a time
             continue
         if spare is not None and spare.collecting and walls.readable(spare.ctl):
             spare = _collected(spare)  # its tests collected: the collector of its exercise now
             continue
-        if spare is None and not walls.readable(requests):
+        if spare is None and _pauses.quiet(requests):
             # While idle, and only after the last grade was swept: nothing untrusted runs
             # while it waits (it keeps our uid until it reads its exercise).
             spare = _next_spare()
@@ -82,15 +85,17 @@ def main() -> None:
             select.select([requests, spare.ctl], [], [])
             if not walls.readable(requests):
                 continue
+        waited = walls.readable(requests)
         try:
             header, blob = wire.read_frame_into(requests, max_header=protocol.ENVELOPE_HEADER,
                                                 max_blob=protocol.ENVELOPE_BLOB)
         except wire.Closed:
             return
         op = header.get("op")
-        if op == "prepare":
+        if op == "prepare":  # sent by the worker as soon as the grade before has ended
             spare = _prepare(spare, header.get("bundle"), blob)
         elif op == "grade":
+            _pauses.began(waited)
             child, spare = spare, None
             if child is not None and child.collecting:
                 child = _settle(child, requests)
@@ -101,6 +106,7 @@ def main() -> None:
                 wire.write_frame(replies, {"event": "ended", "exit": None, "signal": None, "unprepared": True})
             else:
                 _grade(child, blob, requests, replies)
+            _pauses.ended()
         elif op == "exit":
             return
         # Anything else ("reply": the answer to a call of a grade that has ended) is dropped.
@@ -144,6 +150,12 @@ def _warm_up() -> None:
 # pytest's configuration of the suite to come, made once here (harness.prepare): each
 # grade's child uses its own copy of it, once.
 _prepared = None
+# The pages running a suite writes (precopy.learn), which a spare forked while the worker
+# pauses between grades copies as it waits (_copy_ahead, in that child), and how long those
+# pauses are.
+_ahead: list[tuple[int, int]] = []
+_copy_ahead = False
+_pauses = pauses.Pauses()
 
 
 WARM_UP_SUITE = """
@@ -164,8 +176,9 @@ class _Child:
     """A forked child waiting for the one grade it will run (or, once it has collected its
     exercise's tests, forking the child of each grade of that exercise: ``_collector``)."""
 
-    def __init__(self, adopted: tuple[int, int, int] | None = None) -> None:
-        """``adopted``: (pid, request pipe, result pipe) of a child the collector forked."""
+    def __init__(self, adopted: tuple[int, int, int] | None = None, ahead: bool = False) -> None:
+        """``adopted``: (pid, request pipe, result pipe) of a child the collector forked;
+        ``ahead``: it copies the pages a suite writes while it waits for its grade."""
         self.ctl = None  # our end of the control socket: a child we forked, in the sandbox
         if adopted is not None:
             self.pid, self.req_w, self.res_r = adopted
@@ -176,6 +189,8 @@ class _Child:
             parent = os.getpid()
             self.pid = huge_pages.fork()
             if self.pid == 0:
+                global _copy_ahead
+                _copy_ahead = ahead
                 try:
                     os.close(self.req_w)
                     os.close(self.res_r)
@@ -272,10 +287,10 @@ def _prepare(spare: _Child | None, key, frame: bytearray) -> _Child | None:
     if _collector is not None:
         if spare is not None:
             _discard(spare)
-        spare = _from_collector()
+        spare = _from_collector(_pauses.idle())
         if spare is not None:
             return spare
-    return _given(spare or _Child(), key, frame)
+    return _given(spare or _Child(ahead=_pauses.idle()), key, frame)
 
 
 def _given(spare: _Child, key, frame) -> _Child | None:
@@ -289,8 +304,9 @@ def _given(spare: _Child, key, frame) -> _Child | None:
 
 def _next_spare() -> _Child:
     """While idle: the child of the next grade, from the collector where there is one."""
-    child = _from_collector()
-    return child if child is not None else _Child()
+    ahead = _pauses.idle()
+    child = _from_collector(ahead)
+    return child if child is not None else _Child(ahead=ahead)
 
 
 def _settle(spare: _Child, requests: int) -> _Child | None:
@@ -336,9 +352,10 @@ def _collected(spare: _Child) -> _Child | None:
     return spare
 
 
-def _from_collector() -> _Child | None:
+def _from_collector(ahead: bool = False) -> _Child | None:
     """A child forked by the collector for the next grade, once the collector is found as it
-    was; None (the collector ended) where it is not, or it does not fork one."""
+    was; None (the collector ended) where it is not, or it does not fork one. ``ahead``: it
+    copies the pages a suite writes while it waits."""
     collector = _collector
     if collector is None:
         return None
@@ -352,7 +369,7 @@ def _from_collector() -> _Child | None:
     pid = None
     try:
         collector.ctl.settimeout(5.0)
-        socket.send_fds(collector.ctl, [b"fork"], [req_r, res_w])
+        socket.send_fds(collector.ctl, [b"fork ahead" if ahead else b"fork"], [req_r, res_w])
         answer = collector.ctl.recv(32)
         pid = int(answer) if answer.isdigit() else None
     except (OSError, ValueError):
@@ -598,6 +615,8 @@ def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> No
     def start() -> bool:
         if ctl is not None:
             _serve_grades(ctl, req_r, res_w, send, ours)  # returns in a grade's child, or to run the grade here
+        if _copy_ahead:
+            precopy.copy(_ahead, arrived=lambda: walls.readable(req_r))
         try:
             grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
         except wire.WireError:
@@ -628,7 +647,9 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send, ours: tuple)
         ctl.close()
         return
     ctl.send(b"collected")
+    global _copy_ahead
     while True:
+        _copy_ahead = False
         try:
             word, fds, _, _ = socket.recv_fds(ctl, 64, 2)
         except OSError:
@@ -636,8 +657,9 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send, ours: tuple)
         if word == b"alone" and not fds:
             ctl.close()
             return
-        if word != b"fork" or len(fds) != 2:
+        if word not in (b"fork", b"fork ahead") or len(fds) != 2:
             os._exit(0)  # the warm process is gone
+        _copy_ahead = word == b"fork ahead"
         now = _tmp_state()
         if collected is None or now is None or now != collected:
             os._exit(0)  # a grade wrote here: the next collects afresh
