@@ -140,6 +140,18 @@ def test_a_rehearsal_that_does_not_finish_in_time_teaches_nothing_and_is_ended()
     assert run(SLOW) == ["True True", "no child left"]  # nothing, well before the rehearsal's end
 
 
+def test_what_a_spare_is_told_to_copy_is_bounded_however_it_reads():
+    from grader.inside import precopy
+
+    page = precopy.PAGE
+    runs = [(page * 2 * i, page) for i in range(precopy.MAX_RUNS + 10)]
+    assert precopy.unpack(precopy.pack(runs[:5])) == runs[:5]
+    assert len(precopy.unpack(precopy.pack(runs))) == precopy.MAX_RUNS  # the frame fits a pipe
+    huge = [(0, page * precopy.MAX_PAGES), (page * precopy.MAX_PAGES, page)]
+    assert precopy.unpack(precopy.pack(huge)) == huge[:1]  # never more than MAX_PAGES
+    assert precopy.unpack(b"\x01" * 23) == []  # no whole run: nothing
+
+
 def test_work_ahead_pays_while_the_worker_pauses_and_stops_when_it_grades_back_to_back():
     read_end, write_end = os.pipe()
     try:
@@ -160,3 +172,43 @@ def test_work_ahead_pays_while_the_worker_pauses_and_stops_when_it_grades_back_t
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+# What a grade's child holds of its own as its suite starts: the pages copied ahead among it.
+OWN_PAGES_SUITE = '''
+from grader.testing import visible
+
+@visible
+def test_own_pages(student):
+    rollup = open("/proc/self/smaps_rollup").read().splitlines()
+    raise AssertionError("own " + next(line.split()[1] for line in rollup if line.startswith("Private_Dirty:")))
+'''
+
+
+def test_a_sandbox_that_has_graded_copies_ahead_for_the_grade_after_a_pause(tmp_path, monkeypatch):
+    """End to end, in the exercise sandbox: its first grade waits for no learning (a single
+    `grader grade` never pays for it), and once it has learnt, a grade that comes after a
+    pause finds megabytes of the pages a suite writes already its own."""
+    if not kernel_populates():
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE: nothing is copied ahead")
+    from grader.engine import grade, grading
+    from tests.test_engine import exercise_folder
+
+    bundle = exercise_folder(tmp_path, "pages", OWN_PAGES_SUITE)
+
+    def own_kib() -> int:
+        report = grade(bundle, "def f():\n    return 1\n")
+        assert report.status == "graded", report
+        return int(report.tests[0].message.split("own ", 1)[1].split()[0])
+
+    monkeypatch.setattr("grader.engine.grading._pool", {})  # sandboxes of this test's own
+    try:
+        first = own_kib()
+        own_kib()  # its spare was forked before anything was learnt
+        time.sleep(0.3)
+        own_kib()
+        time.sleep(0.3)
+        ahead = own_kib()
+    finally:
+        grading.shutdown()
+    assert ahead - first > 8 << 10, (first, ahead)

@@ -27,6 +27,7 @@ class Pauses:
         # of milliseconds, and counted as the worker's pause it made a queue look idle).
         self._quiet_at = 0.0
         self._ended = time.monotonic()  # when the last submission ended
+        self.seen = 0  # submissions begun
 
     def quiet(self, requests: int, within: float = 0.0) -> bool:
         """No request waits (within ``within`` seconds); notes when that was last so."""
@@ -38,6 +39,7 @@ class Pauses:
     def began(self, waited: bool) -> None:
         """A submission's first request is read; ``waited``: it was there before the read."""
         self._idle.append(max(0.0, (self._quiet_at if waited else time.monotonic()) - self._ended))
+        self.seen += 1
 
     def ended(self) -> None:
         self._ended = time.monotonic()

@@ -32,6 +32,7 @@ from . import walls
 PAGE = os.sysconf("SC_PAGE_SIZE")
 _MADV_POPULATE_WRITE = 23
 MAX_PAGES = 8192  # 32 MiB: a bound on what a spare may copy ahead, whatever the warm-up wrote
+MAX_RUNS = 3072  # 48 KiB as a frame: it waits in a pipe, which holds 64 KiB at the least
 LEARN_WITHIN_S = 10.0
 
 _PRESENT = 1 << 63
@@ -53,8 +54,7 @@ def learn(rehearse: Callable[[], None]) -> list[tuple[int, int]]:
             walls.dumpable()  # our own /proc/self/pagemap: this child alone is ours to read
             before = _present()
             rehearse()
-            data = array.array("Q", (n for run in _runs(_copied(before)) for n in run)).tobytes()
-            view = memoryview(data)
+            view = memoryview(pack(_runs(_copied(before))))
             while view:
                 view = view[os.write(write_end, view):]
         finally:
@@ -77,9 +77,24 @@ def learn(rehearse: Callable[[], None]) -> list[tuple[int, int]]:
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
+    return unpack(data)
+
+
+def pack(runs: list[tuple[int, int]]) -> bytes:
+    return array.array("Q", (n for run in runs[:MAX_RUNS] for n in run)).tobytes()
+
+
+def unpack(data) -> list[tuple[int, int]]:
+    """Runs from their bytes; at most MAX_RUNS runs and MAX_PAGES pages of them."""
     numbers = array.array("Q")
     numbers.frombytes(bytes(data[:len(data) - len(data) % 16]))
-    return list(zip(numbers[0::2], numbers[1::2]))
+    runs, pages = [], 0
+    for start, length in zip(numbers[0:2 * MAX_RUNS:2], numbers[1:2 * MAX_RUNS:2]):
+        pages += length // PAGE
+        if pages > MAX_PAGES:
+            break
+        runs.append((start, length))
+    return runs
 
 
 def copy(runs: list[tuple[int, int]], arrived: Callable[[], bool], every: int = 32) -> int:

@@ -59,9 +59,6 @@ def main() -> None:
     _prepared = harness.prepare(Path(BUNDLE), SCRATCH)
     gc.collect()
     gc.freeze()
-    global _ahead
-    _ahead = precopy.learn(_warm_up)  # what a suite writes, for spares to copy while they wait
-    shutil.rmtree(Path(SCRATCH) / "warm-up", ignore_errors=True)  # (a rehearsal ended mid-way leaves it)
     gc.enable()  # every child inherits it: a submission's own garbage is collected as usual
 
     wire.write_frame(replies, {"ready": True, "torch": torch.__version__, "pid": os.getpid(),
@@ -80,6 +77,11 @@ def main() -> None:
             # While idle, and only after the last grade was swept: nothing untrusted runs
             # while it waits (it keeps our uid until it reads its exercise).
             spare = _next_spare()
+            continue
+        if _ahead is None and _pauses.seen and spare is not None and not spare.collecting \
+                and _pauses.quiet(requests):
+            _learn_ahead()  # once, idle after a first grade: a single grade never waits for it
+            _send_ahead(spare)
             continue
         if spare is not None and spare.collecting:
             select.select([requests, spare.ctl], [], [])
@@ -150,12 +152,30 @@ def _warm_up() -> None:
 # pytest's configuration of the suite to come, made once here (harness.prepare): each
 # grade's child uses its own copy of it, once.
 _prepared = None
-# The pages running a suite writes (precopy.learn), which a spare forked while the worker
-# pauses between grades copies as it waits (_copy_ahead, in that child), and how long those
-# pauses are.
-_ahead: list[tuple[int, int]] = []
-_copy_ahead = False
+# The pages running a suite writes (precopy.learn), as the frame that tells a spare to copy
+# them while it waits (None until learnt; empty where nothing could be), and how long the
+# worker pauses between grades, which decides whether a spare is sent it.
+_ahead: bytes | None = None
 _pauses = pauses.Pauses()
+
+
+def _learn_ahead() -> None:
+    """Learn which pages a suite writes (~50 ms: a rehearsal of our warm-up suite in a child).
+    Only once this process has served a grade: `grader grade` grades one file, and never
+    pays for it."""
+    global _ahead
+    runs = precopy.learn(_warm_up)
+    shutil.rmtree(Path(SCRATCH) / "warm-up", ignore_errors=True)  # (a rehearsal ended mid-way leaves it)
+    _ahead = wire.pack({"ahead": True}, precopy.pack(runs)) if runs else b""
+
+
+def _send_ahead(child: _Child | None) -> _Child | None:
+    """The next grade's child, told to copy ahead where the worker pauses between grades. It
+    reads this after its exercise (a child not given one yet is told nothing) and before its
+    grade; one gone by then is found gone when its grade is carried."""
+    if child is not None and child.bundle is not None and _ahead and _pauses.idle():
+        _to_child(child, _ahead)
+    return child
 
 
 WARM_UP_SUITE = """
@@ -176,9 +196,8 @@ class _Child:
     """A forked child waiting for the one grade it will run (or, once it has collected its
     exercise's tests, forking the child of each grade of that exercise: ``_collector``)."""
 
-    def __init__(self, adopted: tuple[int, int, int] | None = None, ahead: bool = False) -> None:
-        """``adopted``: (pid, request pipe, result pipe) of a child the collector forked;
-        ``ahead``: it copies the pages a suite writes while it waits for its grade."""
+    def __init__(self, adopted: tuple[int, int, int] | None = None) -> None:
+        """``adopted``: (pid, request pipe, result pipe) of a child the collector forked."""
         self.ctl = None  # our end of the control socket: a child we forked, in the sandbox
         if adopted is not None:
             self.pid, self.req_w, self.res_r = adopted
@@ -189,8 +208,6 @@ class _Child:
             parent = os.getpid()
             self.pid = huge_pages.fork()
             if self.pid == 0:
-                global _copy_ahead
-                _copy_ahead = ahead
                 try:
                     os.close(self.req_w)
                     os.close(self.res_r)
@@ -287,10 +304,10 @@ def _prepare(spare: _Child | None, key, frame: bytearray) -> _Child | None:
     if _collector is not None:
         if spare is not None:
             _discard(spare)
-        spare = _from_collector(_pauses.idle())
+        spare = _from_collector()
         if spare is not None:
-            return spare
-    return _given(spare or _Child(ahead=_pauses.idle()), key, frame)
+            return _send_ahead(spare)
+    return _send_ahead(_given(spare or _Child(), key, frame))
 
 
 def _given(spare: _Child, key, frame) -> _Child | None:
@@ -304,9 +321,8 @@ def _given(spare: _Child, key, frame) -> _Child | None:
 
 def _next_spare() -> _Child:
     """While idle: the child of the next grade, from the collector where there is one."""
-    ahead = _pauses.idle()
-    child = _from_collector(ahead)
-    return child if child is not None else _Child(ahead=ahead)
+    child = _from_collector()
+    return _send_ahead(child if child is not None else _Child())
 
 
 def _settle(spare: _Child, requests: int) -> _Child | None:
@@ -352,10 +368,9 @@ def _collected(spare: _Child) -> _Child | None:
     return spare
 
 
-def _from_collector(ahead: bool = False) -> _Child | None:
+def _from_collector() -> _Child | None:
     """A child forked by the collector for the next grade, once the collector is found as it
-    was; None (the collector ended) where it is not, or it does not fork one. ``ahead``: it
-    copies the pages a suite writes while it waits."""
+    was; None (the collector ended) where it is not, or it does not fork one."""
     collector = _collector
     if collector is None:
         return None
@@ -369,7 +384,7 @@ def _from_collector(ahead: bool = False) -> _Child | None:
     pid = None
     try:
         collector.ctl.settimeout(5.0)
-        socket.send_fds(collector.ctl, [b"fork ahead" if ahead else b"fork"], [req_r, res_w])
+        socket.send_fds(collector.ctl, [b"fork"], [req_r, res_w])
         answer = collector.ctl.recv(32)
         pid = int(answer) if answer.isdigit() else None
     except (OSError, ValueError):
@@ -615,10 +630,12 @@ def _child(req_r: int, res_w: int, parent: int, ctl: socket.socket | None) -> No
     def start() -> bool:
         if ctl is not None:
             _serve_grades(ctl, req_r, res_w, send, ours)  # returns in a grade's child, or to run the grade here
-        if _copy_ahead:
-            precopy.copy(_ahead, arrived=lambda: walls.readable(req_r))
         try:
             grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER, max_blob=protocol.ENVELOPE_BLOB)
+            if grade.get("ahead") is True:  # the pages a suite writes, to copy until the grade is here
+                precopy.copy(precopy.unpack(blob), arrived=lambda: walls.readable(req_r))
+                grade, blob = wire.read_frame(req_r, max_header=protocol.WORKER_HEADER,
+                                              max_blob=protocol.ENVELOPE_BLOB)
         except wire.WireError:
             os._exit(73)
         channel.files = {"submission.py": _extent(grade.get("source"), blob).decode("utf-8", "replace")}
@@ -647,9 +664,7 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send, ours: tuple)
         ctl.close()
         return
     ctl.send(b"collected")
-    global _copy_ahead
     while True:
-        _copy_ahead = False
         try:
             word, fds, _, _ = socket.recv_fds(ctl, 64, 2)
         except OSError:
@@ -657,9 +672,8 @@ def _serve_grades(ctl: socket.socket, req_r: int, res_w: int, send, ours: tuple)
         if word == b"alone" and not fds:
             ctl.close()
             return
-        if word not in (b"fork", b"fork ahead") or len(fds) != 2:
+        if word != b"fork" or len(fds) != 2:
             os._exit(0)  # the warm process is gone
-        _copy_ahead = word == b"fork ahead"
         now = _tmp_state()
         if collected is None or now is None or now != collected:
             os._exit(0)  # a grade wrote here: the next collects afresh
