@@ -45,10 +45,14 @@ base = address(area)
 
 LEARN = PRELUDE + r'''
 fresh = []
+sparse = mmap.mmap(-1, 8 * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+sparse[0] = 1  # present at the fork; its other pages are not
 
 def rehearse():
     for i in (3, 4, 5, 40):
         area[i * PAGE] = area[i * PAGE]  # the same byte: copied all the same
+    sparse[0] = 2
+    sparse[5 * PAGE] = 2  # allocated now, in a region the fork had: no page a later child has
     fresh.append(mmap.mmap(-1, 8 * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
     fresh[-1].write(b"y" * 8 * PAGE)
     open(note, "w").write(str(address(fresh[-1])))
@@ -59,7 +63,8 @@ fresh_at = int(open(note).read())
 os.unlink(note)
 print(inside(runs, base + 3 * PAGE), inside(runs, base + 5 * PAGE), inside(runs, base + 40 * PAGE),
       inside(runs, base + 6 * PAGE), inside(runs, base + 20 * PAGE), inside(runs, fresh_at),
-      sorted(length // PAGE for start, length in runs if base <= start < base + 64 * PAGE))
+      sorted(length // PAGE for start, length in runs if base <= start < base + 64 * PAGE),
+      inside(runs, address(sparse)), inside(runs, address(sparse, 5 * PAGE)))
 '''
 
 COPY = PRELUDE + r'''
@@ -123,9 +128,10 @@ print(madvise(ctypes.addressof(ctypes.c_char.from_buffer(area)), 4096, 23) == 0)
 
 def test_the_pages_a_rehearsal_copies_are_learnt_and_none_it_made_itself():
     learnt = run(LEARN)[-1]
-    # pages 3-5 and 40 written; 6 and 20 not; the rehearsal's own new mapping is no page a
-    # later child would have. Runs join neighbours: 3-5 is one run of three pages.
-    assert learnt == "True True True False False False [1, 3]"
+    # pages 3-5 and 40 written; 6 and 20 not; the rehearsal's own new mapping, and a page it
+    # allocated where the fork had none, are no pages a later child would have. Runs join
+    # neighbours: 3-5 is one run of three pages.
+    assert learnt == "True True True False False False [1, 3] True False"
 
 
 def test_a_spare_copies_the_pages_ahead_unchanged_and_skips_what_is_no_longer_mapped():

@@ -24,6 +24,7 @@ import array
 import ctypes
 import errno
 import os
+import signal
 import time
 from typing import Callable
 
@@ -52,7 +53,7 @@ def learn(rehearse: Callable[[], None]) -> list[tuple[int, int]]:
         try:
             os.close(read_end)
             walls.dumpable()  # our own /proc/self/pagemap: this child alone is ours to read
-            before = _present()
+            before = _pagemap()
             rehearse()
             view = memoryview(pack(_runs(_copied(before))))
             while view:
@@ -73,7 +74,7 @@ def learn(rehearse: Callable[[], None]) -> list[tuple[int, int]]:
     finally:
         os.close(read_end)
         try:
-            os.kill(pid, 9)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         os.waitpid(pid, 0)
@@ -81,7 +82,7 @@ def learn(rehearse: Callable[[], None]) -> list[tuple[int, int]]:
 
 
 def pack(runs: list[tuple[int, int]]) -> bytes:
-    return array.array("Q", (n for run in runs[:MAX_RUNS] for n in run)).tobytes()
+    return array.array("Q", (n for run in runs for n in run)).tobytes()
 
 
 def unpack(data) -> list[tuple[int, int]]:
@@ -129,32 +130,31 @@ def _entries(fd: int, start: int, end: int) -> array.array:
     return entries
 
 
-def _present() -> dict[tuple[int, int], set[int]]:
-    """The pages present in each region now (at the fork, all shared with the parent)."""
+def _pagemap() -> dict[tuple[int, int], array.array]:
+    """Each region's page entries now (at the fork, every present page shared with the parent)."""
     fd = os.open("/proc/self/pagemap", os.O_RDONLY)
     try:
-        return {(start, end): {i for i, e in enumerate(_entries(fd, start, end)) if e & _PRESENT}
-                for start, end in _regions()}
+        return {(start, end): _entries(fd, start, end) for start, end in _regions()}
     finally:
         os.close(fd)
 
 
-def _copied(before: dict[tuple[int, int], set[int]]) -> list[int]:
+def _copied(before: dict[tuple[int, int], array.array]) -> list[int]:
     """Pages present at the fork and ours alone now: the ones written since (pages that were
     not there then were allocated by the rehearsal, and a grade's child would not have them)."""
     pages: list[int] = []
     fd = os.open("/proc/self/pagemap", os.O_RDONLY)
     try:
-        for (start, end), present in before.items():
+        for (start, end), then in before.items():
             try:
-                entries = _entries(fd, start, end)
+                now = _entries(fd, start, end)
             except OSError:
                 continue
-            pages.extend(start + i * PAGE for i in sorted(present)
-                         if i < len(entries) and entries[i] & _PRESENT and entries[i] & _EXCLUSIVE)
+            pages.extend(start + i * PAGE for i, (was, is_) in enumerate(zip(then, now))
+                         if was & _PRESENT and is_ & _PRESENT and is_ & _EXCLUSIVE)
     finally:
         os.close(fd)
-    return pages[:MAX_PAGES]
+    return pages
 
 
 def _runs(pages: list[int]) -> list[tuple[int, int]]:

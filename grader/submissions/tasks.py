@@ -55,6 +55,7 @@ def _now_and_then(write):
 
     return progress
 
+
 # Torch, loaded where the worker starts, before its pool forks: each pool process then
 # shares the one copy of its modules rather than importing its own where it needs torch
 # (the aliases of an exercise's blocked names; tensors it relays as wire.Values).
